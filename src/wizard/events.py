@@ -1,0 +1,118 @@
+"""Typed events the core emits while a run goes on; the UI and analytics subscribe.
+
+Every event is a frozen dataclass with a `kind` literal. A sink is any callable taking an
+`Event`; `EventBus` fans one event out to every sink and never lets a failing sink break a
+run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SpinnerStarted:
+    """The long-running step began."""
+
+    message: str
+    kind: Literal["spinner_started"] = "spinner_started"
+
+
+@dataclass(frozen=True)
+class SpinnerMessage:
+    """The spinner's text changed (usually from a `[STATUS]` line)."""
+
+    message: str
+    kind: Literal["spinner_message"] = "spinner_message"
+
+
+@dataclass(frozen=True)
+class SpinnerStopped:
+    """The long-running step ended with this message."""
+
+    message: str
+    kind: Literal["spinner_stopped"] = "spinner_stopped"
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """One entry of the agent's task list as the user sees it."""
+
+    id: str
+    content: str
+    status: str
+
+
+@dataclass(frozen=True)
+class TasksChanged:
+    """The agent's task list changed."""
+
+    tasks: tuple[TaskView, ...]
+    kind: Literal["tasks_changed"] = "tasks_changed"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """A line for the run's log (and the verbose UI)."""
+
+    message: str
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    kind: Literal["log"] = "log"
+
+
+@dataclass(frozen=True)
+class AnalyticsEvent:
+    """A product-analytics event, named as the TypeScript wizard names it."""
+
+    name: str
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    kind: Literal["analytics"] = "analytics"
+
+
+Event = SpinnerStarted | SpinnerMessage | SpinnerStopped | TasksChanged | LogLine | AnalyticsEvent
+EventSink = Callable[[Event], None]
+
+
+class EventBus:
+    """Fans events out to sinks; a sink that raises is logged and skipped."""
+
+    def __init__(self, *sinks: EventSink) -> None:
+        self._sinks: list[EventSink] = list(sinks)
+
+    def subscribe(self, sink: EventSink) -> None:
+        """Add a sink."""
+        self._sinks.append(sink)
+
+    def __call__(self, event: Event) -> None:
+        for sink in self._sinks:
+            try:
+                sink(event)
+            except Exception:  # a broken sink must never break a run
+                log.exception("event sink failed on %s", event.kind)
+
+
+class EventRecorder:
+    """A sink that keeps every event, for tests and for the CI output."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def analytics(self, name: str | None = None) -> list[AnalyticsEvent]:
+        """The analytics events seen, optionally only those named `name`."""
+        return [
+            e
+            for e in self.events
+            if isinstance(e, AnalyticsEvent) and (name is None or e.name == name)
+        ]
+
+    def spinner_stops(self) -> list[str]:
+        """The messages the spinner stopped with."""
+        return [e.message for e in self.events if isinstance(e, SpinnerStopped)]

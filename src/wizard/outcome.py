@@ -1,0 +1,104 @@
+"""How a run ended, as values: what a harness returns and what a sequence hands the CLI.
+
+A harness returns an `AgentResult`; a sequence turns it into an `Outcome`, which carries the
+outro the user saw; `exit_code` is the one mapping from an `Outcome` to a process exit code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from wizard.signals import AbortSource
+
+OutcomeStatus = Literal["succeeded", "aborted", "failed", "cancelled"]
+OutroKind = Literal["success", "error", "cancel"]
+
+
+class AgentErrorType(StrEnum):
+    """Why an agent run did not succeed (the TypeScript wizard's values, plus our fence's)."""
+
+    ABORT = "WIZARD_ABORT"
+    API_ERROR = "WIZARD_API_ERROR"
+    RATE_LIMIT = "WIZARD_RATE_LIMIT"
+    MCP_MISSING = "WIZARD_MCP_MISSING"
+    RESOURCE_MISSING = "WIZARD_RESOURCE_MISSING"
+    NO_PROGRESS = "WIZARD_NO_PROGRESS"
+    INCOMPLETE_TASKS = "WIZARD_INCOMPLETE_TASKS"
+    SECURITY_VIOLATION = "WIZARD_SECURITY_VIOLATION"
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What a harness returns: success when `error` is None."""
+
+    error: AgentErrorType | None = None
+    message: str | None = None
+    abort_source: AbortSource | None = None
+    dashboard_url: str | None = None
+    notebook_url: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run succeeded."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Outro:
+    """The closing screen a run showed the user."""
+
+    kind: OutroKind
+    message: str
+    body: str | None = None
+    docs_url: str | None = None
+    report_file: str | None = None
+    dashboard_url: str | None = None
+    notebook_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a whole run ended, as the CLI reports it."""
+
+    status: OutcomeStatus
+    program: str
+    harness: str | None = None
+    sequence: str | None = None
+    error_type: AgentErrorType | None = None
+    reason: str | None = None
+    source: AbortSource | None = None
+    outro: Outro | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary of this outcome."""
+        data = asdict(self)
+        data["error_type"] = self.error_type.value if self.error_type else None
+        data["exit_code"] = exit_code(self)
+        return data
+
+    def to_json(self) -> str:
+        """This outcome as a JSON document."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+EXIT_SUCCEEDED = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_ABORTED = 3
+EXIT_CANCELLED = 130
+
+_EXIT_CODES: dict[OutcomeStatus, int] = {
+    "succeeded": EXIT_SUCCEEDED,
+    "failed": EXIT_FAILED,
+    "aborted": EXIT_ABORTED,
+    "cancelled": EXIT_CANCELLED,
+}
+
+
+def exit_code(outcome: Outcome) -> int:
+    """The process exit code for `outcome`: 0, 1, 3 or 130 (2 is the CLI's usage error)."""
+    return _EXIT_CODES[outcome.status]

@@ -1,0 +1,347 @@
+"""The scripted gateway's HTTP server: real HTTP/1.1 on 127.0.0.1, in-process or standalone.
+
+It serves `POST /v1/messages` (Anthropic) and `POST /v1/chat/completions` (OpenAI), answers
+each model request with the next scripted response, and records every request. Streams use
+chunked transfer encoding, so a scripted drop (`drop_after_chars`) reaches the client as a
+broken stream rather than a clean end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from wizard.signals import DEFAULT_GATEWAY_MARKER
+from wizard.testing.gateway import wire
+from wizard.testing.gateway.scenario import (
+    BlocksResponse,
+    ErrorResponse,
+    RefusalResponse,
+    Response,
+    Scenario,
+    TextBlock,
+    load_scenario,
+)
+
+log = logging.getLogger(__name__)
+
+_ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai"}
+_REASONS = {200: "OK", 404: "Not Found", 400: "Bad Request", 429: "Too Many Requests"}
+
+
+@dataclass
+class RequestRecord:
+    """What the gateway saw of one model request and what it did about it."""
+
+    index: int
+    endpoint: str
+    model: str
+    stream: bool
+    message_count: int
+    last_user_text: str
+    served: str
+    conversation: int | None = None
+    bytes_sent: int = 0
+    client_disconnected: bool = False
+    unexpected: bool = False
+    body: dict[str, Any] | None = None
+
+    def to_json(self) -> str:
+        """This record as one JSON line (without the request body)."""
+        data = asdict(self)
+        data.pop("body")
+        return json.dumps(data)
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return []
+
+
+def _user_texts(body: dict[str, Any]) -> list[str]:
+    texts = []
+    for message in body.get("messages", []):
+        if message.get("role") == "user" and (found := "\n".join(_texts(message.get("content")))):
+            texts.append(found)
+    return texts
+
+
+class ScriptedGateway:
+    """A model gateway that answers from a scenario, for tests and the offline demo.
+
+    Use it as an async context manager (`async with ScriptedGateway(s) as gw: gw.url`) or
+    run it as `python -m wizard.testing.gateway --scenario FILE`.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | str | Path | dict[str, Any],
+        *,
+        port: int = 0,
+        refusal_marker: str = DEFAULT_GATEWAY_MARKER,
+        on_record: Callable[[RequestRecord], None] | None = None,
+    ) -> None:
+        self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        self.refusal_marker = refusal_marker
+        self.requests: list[RequestRecord] = []
+        self._port = port
+        self._cursors = [0] * len(self.scenario.conversations)
+        self._server: asyncio.Server | None = None
+        self._on_record = on_record
+        self._connections: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. `http://127.0.0.1:8123`."""
+        if self._server is None:
+            raise RuntimeError("the scripted gateway is not running")
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def start(self) -> ScriptedGateway:
+        """Start listening on 127.0.0.1."""
+        self._server = await asyncio.start_server(
+            self._serve_connection, "127.0.0.1", self._port, limit=64 << 20
+        )
+        return self
+
+    async def stop(self) -> None:
+        """Stop listening and close open connections."""
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> ScriptedGateway:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # --- the script -----------------------------------------------------------------------
+
+    def unserved(self) -> list[tuple[int, int]]:
+        """(conversation, response index) pairs that no request has been served yet."""
+        return [
+            (c, i)
+            for c, conversation in enumerate(self.scenario.conversations)
+            for i in range(self._cursors[c], len(conversation.responses))
+        ]
+
+    def assert_complete(self) -> None:
+        """Fail unless every scripted response was served and no request was unexpected."""
+        problems = []
+        if left := self.unserved():
+            problems.append(f"{len(left)} scripted response(s) never served: {left}")
+        if extra := [r.index for r in self.requests if r.unexpected]:
+            problems.append(f"unexpected request(s) past the end of the script: {extra}")
+        if problems:
+            raise AssertionError("; ".join(problems))
+
+    def _next_response(self, body: dict[str, Any]) -> tuple[int | None, Response | None]:
+        texts = _user_texts(body)
+        conversation = self.scenario.route(texts[0] if texts else "")
+        if conversation is None:
+            return None, None
+        responses = self.scenario.conversations[conversation].responses
+        cursor = self._cursors[conversation]
+        if cursor >= len(responses):
+            return conversation, None
+        self._cursors[conversation] = cursor + 1
+        return conversation, responses[cursor]
+
+    # --- HTTP -----------------------------------------------------------------------------
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while await self._serve_request(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve_request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Serve one request; return whether the connection stays open."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        request_line, *header_lines = head.decode("latin-1").split("\r\n")
+        method, target, _ = request_line.split(" ", 2)
+        headers = {}
+        for line in header_lines:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        raw = await reader.readexactly(int(headers.get("content-length", "0")))
+        path = target.split("?", 1)[0]
+        endpoint = _ROUTES.get(path)
+        if method != "POST" or endpoint is None:
+            await self._send_json(writer, 404, {"error": f"no route {method} {path}"})
+            return headers.get("connection", "").lower() != "close"
+        body = json.loads(raw or b"{}")
+        keep = await self._answer(writer, endpoint, body)
+        return keep and headers.get("connection", "").lower() != "close"
+
+    async def _answer(
+        self, writer: asyncio.StreamWriter, endpoint: str, body: dict[str, Any]
+    ) -> bool:
+        conversation, response = self._next_response(body)
+        texts = _user_texts(body)
+        record = RequestRecord(
+            index=len(self.requests),
+            endpoint=endpoint,
+            model=str(body.get("model", "")),
+            stream=bool(body.get("stream", False)),
+            message_count=len(body.get("messages", [])),
+            last_user_text=texts[-1] if texts else "",
+            served="",
+            conversation=conversation,
+            body=body,
+        )
+        self.requests.append(record)
+        try:
+            return await self._send_response(writer, endpoint, body, record, response)
+        finally:
+            if self._on_record is not None:
+                self._on_record(record)
+
+    async def _send_response(
+        self,
+        writer: asyncio.StreamWriter,
+        endpoint: str,
+        body: dict[str, Any],
+        record: RequestRecord,
+        response: Response | None,
+    ) -> bool:
+        if response is None:
+            record.unexpected = True
+            record.served = "scenario exhausted"
+            error = wire.anthropic_error if endpoint == "anthropic" else wire.openai_error
+            record.bytes_sent = await self._send_json(writer, 500, error(500, "scenario exhausted"))
+            return True
+        if isinstance(response, ErrorResponse):
+            spec = response.error
+            record.served = f"error {spec.status}"
+            error = wire.anthropic_error if endpoint == "anthropic" else wire.openai_error
+            extra = {"retry-after": f"{spec.retry_after:g}"} if spec.retry_after is not None else {}
+            record.bytes_sent = await self._send_json(
+                writer, spec.status, error(spec.status, spec.body), extra
+            )
+            return True
+        blocks_response = self._as_blocks(response)
+        record.served = "refusal" if isinstance(response, RefusalResponse) else "blocks"
+        if record.stream:
+            return await self._stream(writer, endpoint, body, record, blocks_response)
+        input_tokens = max(1, len(json.dumps(body)) // 4)
+        model = record.model or "scripted"
+        render = wire.anthropic_body if endpoint == "anthropic" else wire.openai_body
+        record.bytes_sent = await self._send_json(
+            writer, 200, render(blocks_response.blocks, model, input_tokens)
+        )
+        return True
+
+    def _as_blocks(self, response: BlocksResponse | RefusalResponse) -> BlocksResponse:
+        if isinstance(response, BlocksResponse):
+            return response
+        text = f"{self.refusal_marker} {response.refusal}"
+        return BlocksResponse(
+            blocks=[TextBlock(text=text)],
+            chunk_chars=response.chunk_chars,
+            delay_ms=response.delay_ms,
+        )
+
+    async def _stream(
+        self,
+        writer: asyncio.StreamWriter,
+        endpoint: str,
+        body: dict[str, Any],
+        record: RequestRecord,
+        response: BlocksResponse,
+    ) -> bool:
+        input_tokens = max(1, len(json.dumps(body)) // 4)
+        model = record.model or "scripted"
+        if endpoint == "anthropic":
+            frames = wire.anthropic_stream(
+                response.blocks, model, response.chunk_chars, input_tokens
+            )
+        else:
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            frames = wire.openai_stream(
+                response.blocks, model, response.chunk_chars, input_tokens, usage
+            )
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        sent_chars = 0
+        try:
+            writer.write(head)
+            record.bytes_sent += len(head)
+            for frame in frames:
+                if (
+                    response.drop_after_chars is not None
+                    and sent_chars >= response.drop_after_chars
+                ):
+                    record.served += f" (dropped after {sent_chars} chars)"
+                    writer.transport.abort()
+                    return False
+                chunk = f"{len(frame.data):x}\r\n".encode() + frame.data + b"\r\n"
+                writer.write(chunk)
+                await writer.drain()
+                record.bytes_sent += len(chunk)
+                sent_chars += frame.content_chars
+                if response.delay_ms:
+                    await asyncio.sleep(response.delay_ms / 1000)
+                if writer.transport.is_closing():
+                    raise ConnectionResetError("client went away")
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            record.bytes_sent += 5
+            return True
+        except (ConnectionError, RuntimeError):
+            record.client_disconnected = True
+            return False
+
+    async def _send_json(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        payload: dict[str, Any],
+        extra_headers: dict[str, str] | None = None,
+    ) -> int:
+        data = json.dumps(payload).encode()
+        reason = _REASONS.get(status, "Error")
+        lines = [f"HTTP/1.1 {status} {reason}", "content-type: application/json"]
+        lines += [f"{k}: {v}" for k, v in (extra_headers or {}).items()]
+        lines.append(f"content-length: {len(data)}")
+        raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+        writer.write(raw)
+        await writer.drain()
+        return len(raw)
