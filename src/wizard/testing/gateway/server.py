@@ -206,11 +206,15 @@ class ScriptedGateway:
             await self._send_json(writer, 404, {"error": f"no route {method} {path}"})
             return headers.get("connection", "").lower() != "close"
         body = json.loads(raw or b"{}")
-        keep = await self._answer(writer, endpoint, body)
+        keep = await self._answer(reader, writer, endpoint, body)
         return keep and headers.get("connection", "").lower() != "close"
 
     async def _answer(
-        self, writer: asyncio.StreamWriter, endpoint: str, body: dict[str, Any]
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        endpoint: str,
+        body: dict[str, Any],
     ) -> bool:
         conversation, response = self._next_response(body)
         texts = _user_texts(body)
@@ -227,13 +231,14 @@ class ScriptedGateway:
         )
         self.requests.append(record)
         try:
-            return await self._send_response(writer, endpoint, body, record, response)
+            return await self._send_response(reader, writer, endpoint, body, record, response)
         finally:
             if self._on_record is not None:
                 self._on_record(record)
 
     async def _send_response(
         self,
+        reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         endpoint: str,
         body: dict[str, Any],
@@ -258,7 +263,7 @@ class ScriptedGateway:
         blocks_response = self._as_blocks(response)
         record.served = "refusal" if isinstance(response, RefusalResponse) else "blocks"
         if record.stream:
-            return await self._stream(writer, endpoint, body, record, blocks_response)
+            return await self._stream(reader, writer, endpoint, body, record, blocks_response)
         input_tokens = max(1, len(json.dumps(body)) // 4)
         model = record.model or "scripted"
         render = wire.anthropic_body if endpoint == "anthropic" else wire.openai_body
@@ -279,6 +284,7 @@ class ScriptedGateway:
 
     async def _stream(
         self,
+        reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         endpoint: str,
         body: dict[str, Any],
@@ -319,7 +325,7 @@ class ScriptedGateway:
                 sent_chars += frame.content_chars
                 if response.delay_ms:
                     await asyncio.sleep(response.delay_ms / 1000)
-                if writer.transport.is_closing():
+                if reader.at_eof() or writer.transport.is_closing():
                     raise ConnectionResetError("client went away")
             writer.write(b"0\r\n\r\n")
             await writer.drain()

@@ -1,0 +1,1 @@
+"""The run pipeline: switchboard, sequences and harnesses."""

@@ -1,0 +1,1 @@
+"""Harnesses: adapters over agent engines (pi over RPC, the Claude Agent SDK)."""

@@ -1,0 +1,77 @@
+"""The stop-marker latch: the first marker of a work turn wins, with its source.
+
+A harness feeds the latch every assistant text block of a work turn, while it streams
+(`BlockScanner.feed`) and when it is complete (`BlockScanner.finish`). While streaming, only
+complete lines are scanned, so a reason is never cut short; a marker's line ends the run as
+soon as its newline arrives. The latch is disarmed outside work turns (the remark reply), so
+nothing there can end a run. Later markers never change what was latched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from wizard.signals import DEFAULT_GATEWAY_MARKER, Marker, StopMarker, first_stop_marker, js_trim
+
+
+class StopLatch:
+    """Holds the first stop marker of a run; `fired` is set when one is latched."""
+
+    def __init__(
+        self, gateway_marker: str = DEFAULT_GATEWAY_MARKER, fired: asyncio.Event | None = None
+    ) -> None:
+        self.gateway_marker = gateway_marker
+        self.marker: StopMarker | None = None
+        self.armed = True
+        self.fired = fired or asyncio.Event()
+
+    def disarm(self) -> None:
+        """Stop listening: what follows is not a work turn."""
+        self.armed = False
+
+    def offer(self, text: str) -> StopMarker | None:
+        """Scan `text`; latch its first marker if armed and nothing is latched yet."""
+        if not self.armed or self.marker is not None:
+            return None
+        found = first_stop_marker(text, self.gateway_marker)
+        if found is not None:
+            self.marker = found
+            self.fired.set()
+        return found
+
+    def scanner(self) -> BlockScanner:
+        """A scanner for one text block."""
+        return BlockScanner(self)
+
+
+class BlockScanner:
+    """Scans one streamed text block in linear time, complete lines first."""
+
+    def __init__(self, latch: StopLatch) -> None:
+        self._latch = latch
+        self.text = ""
+        self._from = 0
+
+    def feed(self, delta: str) -> None:
+        """Add streamed text; scan the lines it completes."""
+        self.text += delta
+        if "\n" in delta:
+            self._scan(self.text[: self.text.rfind("\n") + 1])
+
+    def finish(self, final_text: str | None = None) -> None:
+        """The block is complete: scan what is left, the last line included."""
+        if final_text is not None:
+            self.text = final_text
+        self._scan(self.text)
+
+    def _scan(self, text: str) -> None:
+        window = text[self._from :]
+        if self._latch.offer(window) is not None:
+            return
+        # Only a skill marker followed by nothing but whitespace can still become a match
+        # once more text arrives; everything before it is settled.
+        pending = window.rfind(Marker.ABORT)
+        if pending >= 0 and not js_trim(window[pending + len(Marker.ABORT) :]):
+            self._from += pending
+        else:
+            self._from = len(text)

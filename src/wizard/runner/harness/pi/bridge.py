@@ -1,0 +1,110 @@
+"""The Python end of the host-tool bridge: a Unix-socket server the pi extension calls.
+
+Each connection carries one JSON line from `host_bridge.js` and gets one JSON line back:
+
+- `{"op": "tool", "name", "id", "input"}` runs a host tool → `{"text", "isError"}`;
+- `{"op": "permit", "name", "id", "input"}` asks the fence → `{"allow", "reason"}`.
+
+The extension drops the connection when pi aborts the call; the server tolerates that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from wizard.tools.base import HostTool, ToolResult
+from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES, Decision, Fence
+
+log = logging.getLogger(__name__)
+
+EXTENSION = Path(__file__).with_name("host_bridge.js")
+
+
+class HostBridge:
+    """Serves host tools and fence checks to one pi process."""
+
+    def __init__(
+        self,
+        tools: Sequence[HostTool],
+        fence: Fence,
+        on_decision: Callable[[str, Decision], None] | None = None,
+    ) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+        self.fence = fence
+        self._on_decision = on_decision
+        self._dir = Path(tempfile.mkdtemp(prefix="wizard-bridge-"))
+        self.socket_path = self._dir / "host.sock"
+        self.spec_path = self._dir / "spec.json"
+        self._server: asyncio.AbstractServer | None = None
+
+    async def __aenter__(self) -> HostBridge:
+        spec = {
+            "tools": [tool.spec() for tool in self.tools.values()],
+            "envAllow": list(CHILD_ENV_ALLOW),
+            "envAllowPrefixes": list(CHILD_ENV_ALLOW_PREFIXES),
+        }
+        self.spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        self._server = await asyncio.start_unix_server(
+            self._serve, path=str(self.socket_path), limit=64 << 20
+        )
+        self.socket_path.chmod(0o600)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+        for path in (self.socket_path, self.spec_path):
+            path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self._dir.rmdir()
+
+    def environment(self) -> dict[str, str]:
+        """The variables pi needs to find this bridge."""
+        return {"WIZARD_HOST_SOCK": str(self.socket_path), "WIZARD_HOST_SPEC": str(self.spec_path)}
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = json.loads(await reader.readline())
+            answer = await self.handle(request)
+            writer.write(json.dumps(answer).encode() + b"\n")
+            await writer.drain()
+        except (ConnectionError, json.JSONDecodeError, asyncio.IncompleteReadError) as exc:
+            log.debug("bridge connection dropped: %s", exc)
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Answer one bridge request."""
+        name = str(request.get("name", ""))
+        args = request.get("input") or {}
+        if request.get("op") == "permit":
+            decision = self.fence.check(name, args)
+            if self._on_decision is not None:
+                self._on_decision(name, decision)
+            return {"allow": decision.allow, "reason": decision.reason}
+        tool = self.tools.get(name)
+        if tool is None:
+            return {"text": f"Error: unknown host tool {name}", "isError": True}
+        try:
+            result = await tool.handler(args)
+        except Exception as exc:  # a tool bug goes back to the model, not up the stack
+            log.exception("host tool %s failed", name)
+            result = ToolResult(f"Error: {name} failed: {exc}", is_error=True)
+        return {"text": result.text, "isError": result.is_error}

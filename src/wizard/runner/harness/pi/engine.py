@@ -1,0 +1,125 @@
+"""Installing and finding the pi engine: npm `@mariozechner/pi-coding-agent`, exactly pinned.
+
+The package ships `engine_lock/package.json` and `package-lock.json`; `npm ci` installs
+exactly that tree into a per-user cache directory (`$WIZARD_ENGINES_DIR`, else
+`$XDG_CACHE_HOME/wizard/engines`, else `~/.cache/wizard/engines`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from wizard.errors import EngineError, EngineInstallError
+
+PI_PACKAGE = "@mariozechner/pi-coding-agent"
+PI_VERSION = "0.73.1"
+MIN_NODE = (20, 6, 0)
+_NODE_HINT = "Install Node ≥ 20.6 (https://nodejs.org), or use --harness anthropic."
+
+
+@dataclass(frozen=True)
+class PiEngine:
+    """An installed pi engine: the node binary and pi's CLI script."""
+
+    node: Path
+    cli: Path
+    version: str
+    prefix: Path
+
+    def command(self) -> list[str]:
+        """The argv prefix that runs pi."""
+        return [str(self.node), str(self.cli)]
+
+
+def engines_dir() -> Path:
+    """Where engines are installed."""
+    if custom := os.environ.get("WIZARD_ENGINES_DIR"):
+        return Path(custom)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "wizard" / "engines"
+
+
+def pi_prefix() -> Path:
+    """The npm prefix that holds the pinned pi."""
+    return engines_dir() / f"pi-{PI_VERSION}"
+
+
+def find_node() -> Path:
+    """The `node` binary, checked to be ≥ 20.6; an `EngineError` naming the fix otherwise."""
+    found = shutil.which("node")
+    if found is None:
+        raise EngineError("Node.js was not found on PATH; the pi engine needs it.", _NODE_HINT)
+    try:
+        out = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineError(f"Could not run {found} --version: {exc}", _NODE_HINT) from exc
+    match = re.match(r"v(\d+)\.(\d+)\.(\d+)", out.stdout.strip())
+    if match is None:
+        raise EngineError(f"Could not read the Node.js version from {out.stdout!r}.", _NODE_HINT)
+    version = tuple(int(part) for part in match.groups())
+    if version < MIN_NODE:
+        raise EngineError(f"Node.js {out.stdout.strip()} is too old for pi.", _NODE_HINT)
+    return Path(found)
+
+
+def installed_pi() -> PiEngine | None:
+    """The installed pinned pi, or None."""
+    prefix = pi_prefix()
+    cli = prefix / "node_modules" / PI_PACKAGE / "dist" / "cli.js"
+    node = shutil.which("node")
+    if not cli.is_file() or node is None or not (prefix / ".complete").is_file():
+        return None
+    return PiEngine(node=Path(node), cli=cli, version=PI_VERSION, prefix=prefix)
+
+
+def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
+    """Install the pinned pi with `npm ci` from the shipped lockfile; return it."""
+    find_node()
+    npm = shutil.which("npm")
+    if npm is None:
+        raise EngineInstallError("npm was not found on PATH.", _NODE_HINT)
+    prefix = pi_prefix()
+    staging = prefix.with_name(prefix.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    lock = resources.files("wizard.runner.harness.pi") / "engine_lock"
+    for name in ("package.json", "package-lock.json"):
+        (staging / name).write_bytes((lock / name).read_bytes())
+    progress(f"Installing {PI_PACKAGE}@{PI_VERSION} into {prefix} ...")
+    command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=http"]
+    process = subprocess.Popen(
+        command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert process.stdout is not None
+    output = []
+    for line in process.stdout:
+        output.append(line.rstrip())
+        progress(line.rstrip())
+    if process.wait() != 0:
+        tail = "\n".join(output[-30:])
+        raise EngineInstallError(
+            f"npm ci failed (exit {process.returncode}) installing "
+            f"{PI_PACKAGE}@{PI_VERSION}:\n{tail}",
+            "Check that the npm registry is reachable, then run `wizard engines install pi`.",
+        )
+    (staging / ".complete").write_text(PI_VERSION)
+    shutil.rmtree(prefix, ignore_errors=True)
+    staging.rename(prefix)
+    engine = installed_pi()
+    if engine is None:
+        raise EngineInstallError(f"pi was installed into {prefix} but its CLI is missing.")
+    progress(f"pi {PI_VERSION} installed.")
+    return engine
+
+
+def ensure_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
+    """The installed pi, installing it first when it is missing."""
+    find_node()
+    return installed_pi() or install_pi(progress)

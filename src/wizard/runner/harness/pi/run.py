@@ -1,0 +1,223 @@
+"""`PiHarness`: a linear run on the real pi engine that ends truthfully on the first marker.
+
+The run, as it reads below: start pi, send the prompt, nudge while tasks are open and nothing
+is latched, ask for a remark, classify. The first stop marker of a work turn (a skill's
+`[ABORT] <reason>` or the gateway's refusal) aborts the turn in flight and ends the run as
+`WIZARD_ABORT` with its reason and source: no nudge, no remark, no success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from wizard.errors import EngineError
+from wizard.events import AnalyticsEvent, LogLine, SpinnerStarted, SpinnerStopped
+from wizard.outcome import AgentErrorType, AgentResult
+from wizard.runner.harness.latch import StopLatch
+from wizard.runner.harness.pi.bridge import EXTENSION, HostBridge
+from wizard.runner.harness.pi.listener import RunListener
+from wizard.runner.harness.pi.prompts import (
+    CONTINUE_INSTRUCTION,
+    MAX_CONTINUE_NUDGES,
+    runtime_notes,
+)
+from wizard.runner.harness.pi.session import PiLaunch, PiSession
+from wizard.runner.harness.types import AgentSession, PromptResult, RunInputs
+from wizard.signals import REMARK_INSTRUCTION
+from wizard.tools.base import HostTool
+from wizard.tools.fence import Decision, Fence
+from wizard.tools.tasks import TaskStore, task_tools
+
+log = logging.getLogger(__name__)
+
+BUILTIN_TOOLS = ("read", "bash", "edit", "write")
+SessionFactory = Callable[[PiLaunch], AgentSession]
+ToolsFactory = Callable[[RunInputs, TaskStore], list[HostTool]]
+
+
+def default_tools(inputs: RunInputs, store: TaskStore) -> list[HostTool]:
+    """The host tools of a linear pi run."""
+    return task_tools(store)
+
+
+class _Run:
+    """The state of one run: what the classification at the end needs."""
+
+    def __init__(self, inputs: RunInputs) -> None:
+        self.inputs = inputs
+        self.started = time.monotonic()
+        self.store = TaskStore(inputs.sink)
+        self.fence = Fence(inputs.project_dir, disallowed_tools=inputs.disallowed_tools)
+        # Set by the first stop marker or a critical fence violation: the turn ends now.
+        self.halt = asyncio.Event()
+        self.latch = StopLatch(inputs.gateway.refusal_marker, fired=self.halt)
+        self.listener = RunListener(self.latch, inputs.sink)
+
+    def emit(self, name: str, **properties: Any) -> None:
+        self.inputs.sink(AnalyticsEvent(name, properties))
+
+    def timing(self) -> dict[str, Any]:
+        elapsed = time.monotonic() - self.started
+        return {
+            "duration_ms": int(elapsed * 1000),
+            "duration_seconds": round(elapsed, 3),
+            "model": self.inputs.model,
+        }
+
+    def stop(self, message: str) -> None:
+        self.inputs.sink(SpinnerStopped(message))
+
+    def on_decision(self, tool: str, decision: Decision) -> None:
+        if not decision.allow:
+            self.inputs.sink(LogLine(f"fence denied {tool}: {decision.reason}", "warning"))
+        if decision.critical:
+            self.halt.set()
+
+
+class PiHarness:
+    """The default harness: the pi coding agent over RPC."""
+
+    name = "pi"
+
+    def __init__(
+        self, session_factory: SessionFactory = PiSession, tools: ToolsFactory = default_tools
+    ) -> None:
+        self._session_factory = session_factory
+        self._tools = tools
+
+    async def run(self, inputs: RunInputs) -> AgentResult:
+        """Run one linear conversation and say how it ended."""
+        run = _Run(inputs)
+        inputs.sink(SpinnerStarted(inputs.spinner_message))
+        try:
+            async with HostBridge(
+                self._tools(inputs, run.store), run.fence, run.on_decision
+            ) as bridge:
+                session = self._session_factory(self._launch(inputs, bridge))
+                try:
+                    await session.start()
+                    session.subscribe(run.listener)
+                    return await self._converse(session, run)
+                finally:
+                    await session.close()
+        except EngineError as exc:
+            if run.latch.marker is not None:
+                return self._aborted(run)
+            return self._failed(run, str(exc))
+
+    def _launch(self, inputs: RunInputs, bridge: HostBridge) -> PiLaunch:
+        return PiLaunch(
+            project_dir=inputs.project_dir,
+            gateway=inputs.gateway,
+            model=inputs.model,
+            bridge=bridge,
+            extension=EXTENSION,
+            tool_names=(*BUILTIN_TOOLS, *bridge.tools),
+            system_prompt=runtime_notes(),
+        )
+
+    async def _converse(self, session: AgentSession, run: _Run) -> AgentResult:
+        end = await self._work_turn(session, run, run.inputs.prompt)
+        nudges = 0
+        while self._may_continue(run, end) and nudges < MAX_CONTINUE_NUDGES:
+            nudges += 1
+            run.inputs.sink(LogLine(f"completion guard: tasks still open, nudge {nudges}/20"))
+            end = await self._work_turn(session, run, CONTINUE_INSTRUCTION)
+        if run.latch.marker is not None:
+            return self._aborted(run)
+        if end.stop_reason == "error":
+            return self._failed(run, end.error_message or "the model request failed")
+        if run.fence.violation is None:
+            await self._remark(session, run)
+        return await self._classify(session, run)
+
+    @staticmethod
+    def _may_continue(run: _Run, end: PromptResult) -> bool:
+        return (
+            run.latch.marker is None
+            and run.fence.violation is None
+            and end.stop_reason != "error"
+            and run.store.has_open_tasks()
+        )
+
+    @staticmethod
+    async def _work_turn(session: AgentSession, run: _Run, text: str) -> PromptResult:
+        """Prompt, and abort the turn the moment a stop marker is latched."""
+        prompt = asyncio.ensure_future(session.prompt(text))
+        fired = asyncio.ensure_future(run.halt.wait())
+        await asyncio.wait({prompt, fired}, return_when=asyncio.FIRST_COMPLETED)
+        fired.cancel()
+        if not prompt.done():
+            await session.abort()
+        try:
+            return await prompt
+        except EngineError:
+            if not run.halt.is_set():
+                raise
+            return PromptResult("aborted")
+
+    @staticmethod
+    async def _remark(session: AgentSession, run: _Run) -> None:
+        run.latch.disarm()  # the remark reply is not a work turn: it never ends a run
+        try:
+            await session.prompt(REMARK_INSTRUCTION)
+        except EngineError as exc:
+            run.inputs.sink(LogLine(f"[pi] remark request failed: {exc}", "warning"))
+
+    def _aborted(self, run: _Run) -> AgentResult:
+        marker = run.latch.marker
+        assert marker is not None
+        run.stop("Wizard aborted")
+        extra = {"source": "gateway_policy"} if marker.source == "gateway_policy" else {}
+        run.emit("agent aborted", **run.timing(), **extra)
+        return AgentResult(AgentErrorType.ABORT, marker.reason, marker.source)
+
+    def _failed(self, run: _Run, message: str) -> AgentResult:
+        run.stop(run.inputs.error_message)
+        run.inputs.sink(LogLine(f"pi backend error: {message}", "error"))
+        run.emit("agent aborted", **run.timing())
+        lowered = message.lower()
+        limited = "rate limit" in lowered or "429" in lowered
+        error = AgentErrorType.RATE_LIMIT if limited else AgentErrorType.API_ERROR
+        return AgentResult(error, message)
+
+    async def _classify(self, session: AgentSession, run: _Run) -> AgentResult:
+        listener = run.listener
+        if run.fence.violation is not None:
+            run.stop("Security violation detected")
+            run.emit("agent aborted", **run.timing())
+            return AgentResult(AgentErrorType.SECURITY_VIOLATION, run.fence.violation)
+        if listener.tool_calls == 0:
+            run.stop("Agent made no changes")
+            run.emit("agent no progress", assistant_turns=listener.assistant_turns)
+            run.emit("agent aborted", **run.timing())
+            return AgentResult(AgentErrorType.NO_PROGRESS, "The agent made no tool calls.")
+        if run.store.has_open_tasks():
+            run.stop("Agent stopped before finishing")
+            run.emit("agent incomplete tasks", open_tasks=True)
+            run.emit("agent aborted", **run.timing())
+            return AgentResult(AgentErrorType.INCOMPLETE_TASKS, "The agent left tasks open.")
+        return await self._succeeded(session, run)
+
+    async def _succeeded(self, session: AgentSession, run: _Run) -> AgentResult:
+        listener = run.listener
+        if remark := listener.signals.remark():
+            run.emit("wizard remark", remark=remark)
+        if (detail := listener.signals.skill_install_failure()) is not None:
+            run.emit("agent continued without skill", detail=detail)
+        stats = await session.stats()
+        run.emit(
+            "agent completed",
+            **run.timing(),
+            num_turns=listener.assistant_turns,
+            input_tokens=stats.input_tokens,
+            output_tokens=stats.output_tokens,
+            cache_creation_input_tokens=stats.cache_write_tokens,
+            cache_read_input_tokens=stats.cache_read_tokens,
+        )
+        run.stop(run.inputs.success_message)
+        return AgentResult(dashboard_url=listener.dashboard_url, notebook_url=listener.notebook_url)

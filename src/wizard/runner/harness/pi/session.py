@@ -1,0 +1,289 @@
+"""`PiSession`: an async client for one `pi --mode rpc` process, the pi engine boundary.
+
+pi speaks strict JSON Lines over stdin/stdout: commands in, responses (`type: response`,
+matched by `id`) and events out. Lines are split on LF only (model text may hold U+2028 or
+CR) with no length limit. One process serves one conversation. pi's own auto-retry is off,
+so one prompt ends in exactly one `agent_end`.
+
+Teardown matters because pi runs bash children in their own session: `close()` aborts the
+run (which kills a running tool's process tree), closes stdin, then terminates, and finally
+kills any descendant that outlived pi.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import EngineError
+from wizard.runner.harness.pi.bridge import HostBridge
+from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
+from wizard.runner.harness.types import GatewaySettings, PromptResult, SessionStats
+from wizard.tools.fence import child_env
+
+log = logging.getLogger(__name__)
+
+PiEvent = dict[str, Any]
+EventCallback = Callable[[PiEvent], None]
+PROVIDER = "wizard-gateway"
+_STDERR_KEEP = 16_384
+
+
+@dataclass(frozen=True)
+class PiLaunch:
+    """Everything needed to start one pi process for one conversation."""
+
+    project_dir: Path
+    gateway: GatewaySettings
+    model: str
+    bridge: HostBridge
+    extension: Path
+    tool_names: tuple[str, ...]
+    system_prompt: str
+    startup_timeout: float = 60.0
+
+
+def _models_json(gateway: GatewaySettings, model: str) -> dict[str, Any]:
+    base = gateway.url.rstrip("/")
+    provider: dict[str, Any] = {
+        "baseUrl": base if gateway.api == "anthropic-messages" else base + "/v1",
+        "api": gateway.api,
+        "apiKey": gateway.engine_key,
+        "models": [{"id": model, "contextWindow": 200_000, "maxTokens": 16_384}],
+    }
+    if gateway.api == "openai-completions":
+        provider["compat"] = {"supportsDeveloperRole": False, "supportsReasoningEffort": False}
+    return {"providers": {PROVIDER: provider}}
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of `root`, read from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+class PiSession:
+    """One running `pi --mode rpc` process."""
+
+    def __init__(
+        self,
+        launch: PiLaunch,
+        engine: Callable[[], PiEngine] = ensure_pi,
+    ) -> None:
+        self.launch = launch
+        self._engine = engine
+        self._process: asyncio.subprocess.Process | None = None
+        self._agent_dir: Path | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[str, asyncio.Future[PiEvent]] = {}
+        self._subscribers: list[EventCallback] = []
+        self._run_done: asyncio.Future[list[PiEvent]] | None = None
+        self._stderr = bytearray()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._eof = asyncio.Event()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Spawn pi and wait until it answers; an `EngineError` with its stderr otherwise."""
+        launch = self.launch
+        engine = await asyncio.to_thread(self._engine)
+        self._agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
+        models = _models_json(launch.gateway, launch.model)
+        (self._agent_dir / "models.json").write_text(json.dumps(models))
+        settings = {"retry": {"enabled": False, "provider": {"maxRetries": launch.gateway.retries}}}
+        (self._agent_dir / "settings.json").write_text(json.dumps(settings))
+        env = {
+            **child_env(),
+            **launch.bridge.environment(),
+            **launch.gateway.engine_env,
+            "PI_CODING_AGENT_DIR": str(self._agent_dir),
+            "PI_OFFLINE": "1",
+            "JITI_FS_CACHE": "false",
+        }
+        argv = [
+            *engine.command(),
+            *("--mode", "rpc", "--no-session", "--offline", "--no-extensions", "--no-skills"),
+            *("--no-prompt-templates", "--no-context-files", "--no-themes"),
+            *("-e", str(launch.extension), "--provider", PROVIDER, "--model", launch.model),
+            *("--tools", ",".join(launch.tool_names)),
+            *("--append-system-prompt", launch.system_prompt),
+        ]
+        self._process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=launch.project_dir,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self._tasks = [
+            asyncio.create_task(self._read_stdout()),
+            asyncio.create_task(self._read_stderr()),
+        ]
+        try:
+            await asyncio.wait_for(self._command({"type": "get_state"}), launch.startup_timeout)
+        except (TimeoutError, EngineError) as exc:
+            await self.close()
+            raise EngineError(
+                f"pi did not start: {exc}\n{self.stderr_tail()}".strip(),
+                "Run `wizard engines status`; reinstall with `wizard engines install pi`.",
+            ) from exc
+
+    async def close(self) -> None:
+        """Abort any run, stop pi, and leave no process behind."""
+        process = self._process
+        if process is not None and process.returncode is None:
+            if self._run_done is not None and not self._run_done.done():
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.abort(), 5)
+            survivors = _descendants(process.pid)
+            await self._stop_process(process)
+            for pid in survivors:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self._agent_dir is not None:
+            shutil.rmtree(self._agent_dir, ignore_errors=True)
+            self._agent_dir = None
+
+    async def _stop_process(self, process: asyncio.subprocess.Process) -> None:
+        if process.stdin is not None:
+            with contextlib.suppress(Exception):
+                process.stdin.close()
+        for action in (None, process.terminate, process.kill):
+            if action is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    action()
+            try:
+                await asyncio.wait_for(process.wait(), 5)
+                return
+            except TimeoutError:
+                continue
+
+    @property
+    def pid(self) -> int | None:
+        """pi's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def stderr_tail(self) -> str:
+        """The last part of what pi wrote to stderr."""
+        return self._stderr.decode(errors="replace").strip()
+
+    # --- the conversation -----------------------------------------------------------------
+
+    def subscribe(self, callback: EventCallback) -> Callable[[], None]:
+        """Call `callback` with every pi event; returns the unsubscribe function."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback)
+
+    async def prompt(self, text: str) -> PromptResult:
+        """Send a prompt and return when its run has ended (the final `agent_end`)."""
+        loop = asyncio.get_running_loop()
+        self._run_done = loop.create_future()
+        response = await self._command({"type": "prompt", "message": text})
+        if not response.get("success", False):
+            raise EngineError(f"pi rejected the prompt: {response.get('error')}")
+        messages = await self._run_done
+        return PromptResult.from_messages(messages)
+
+    async def abort(self) -> None:
+        """Abort the current run; returns once pi has ended it."""
+        await self._command({"type": "abort"})
+
+    async def stats(self) -> SessionStats:
+        """Token usage of the session so far."""
+        data = (await self._command({"type": "get_session_stats"})).get("data") or {}
+        tokens = data.get("tokens") or {}
+        return SessionStats(
+            input_tokens=int(tokens.get("input", 0)),
+            output_tokens=int(tokens.get("output", 0)),
+            cache_read_tokens=int(tokens.get("cacheRead", 0)),
+            cache_write_tokens=int(tokens.get("cacheWrite", 0)),
+        )
+
+    # --- wire -----------------------------------------------------------------------------
+
+    async def _command(self, command: dict[str, Any]) -> PiEvent:
+        process = self._process
+        if process is None or process.stdin is None or self._eof.is_set():
+            raise EngineError(f"pi is not running.\n{self.stderr_tail()}".strip())
+        command_id = f"w{next(self._ids)}"
+        future: asyncio.Future[PiEvent] = asyncio.get_running_loop().create_future()
+        self._pending[command_id] = future
+        try:
+            process.stdin.write(json.dumps({**command, "id": command_id}).encode() + b"\n")
+            await process.stdin.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            self._pending.pop(command_id, None)
+            raise EngineError(f"pi's stdin is closed: {exc}\n{self.stderr_tail()}") from exc
+        return await future
+
+    async def _read_stdout(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        stream, buffer = self._process.stdout, b""
+        while chunk := await stream.read(1 << 16):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    self._dispatch(line)
+        self._on_eof()
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            message = json.loads(line.rstrip(b"\r"))
+        except json.JSONDecodeError:
+            log.warning("pi wrote a line that is not JSON: %r", line[:200])
+            return
+        if message.get("type") == "response" and message.get("id") in self._pending:
+            future = self._pending.pop(message["id"])
+            if not future.done():
+                future.set_result(message)
+            return
+        for callback in list(self._subscribers):
+            callback(message)
+        if message.get("type") == "agent_end" and self._run_done and not self._run_done.done():
+            self._run_done.set_result(list(message.get("messages") or []))
+
+    def _on_eof(self) -> None:
+        self._eof.set()
+        error = EngineError(f"pi exited unexpectedly.\n{self.stderr_tail()}".strip())
+        for future in [*self._pending.values(), self._run_done]:
+            if future is not None and not future.done():
+                future.set_exception(error)
+        self._pending.clear()
+
+    async def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        while chunk := await self._process.stderr.read(4096):
+            self._stderr += chunk
+            del self._stderr[:-_STDERR_KEEP]

@@ -1,0 +1,117 @@
+"""The harness contract: what a sequence hands a harness, and the engine-session boundary.
+
+A harness adapts one agent engine. It takes `RunInputs`, runs the conversation through an
+`AgentSession` (the real pi process, or a scripted fake in unit tests), and returns an
+`AgentResult`. Nothing above a harness sees an engine type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from wizard.events import EventSink
+from wizard.outcome import AgentResult
+from wizard.signals import DEFAULT_GATEWAY_MARKER
+
+GatewayApi = Literal["anthropic-messages", "openai-completions"]
+_ENGINE_KEY_VAR = "WIZARD_ENGINE_GATEWAY_KEY"
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """Where the model is: an Anthropic-Messages or OpenAI-Chat-compatible endpoint."""
+
+    url: str
+    api: GatewayApi = "anthropic-messages"
+    key: str | None = field(default=None, repr=False)
+    refusal_marker: str = DEFAULT_GATEWAY_MARKER
+    retries: int = 2
+
+    @property
+    def engine_key(self) -> str:
+        """What the engine's config names as its key: a variable name, never the secret."""
+        return _ENGINE_KEY_VAR if self.key else "wizard-no-key"
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """The engine process's own variables that carry the key (never passed to children)."""
+        return {_ENGINE_KEY_VAR: self.key} if self.key else {}
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    """Token usage of one engine session."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class PromptResult:
+    """How one prompt's run ended, read from its last assistant message."""
+
+    stop_reason: str
+    error_message: str | None = None
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[dict[str, Any]]) -> PromptResult:
+        """Read the last assistant message of an `agent_end`."""
+        for message in reversed(messages):
+            if message.get("role") == "assistant":
+                return cls(str(message.get("stopReason", "stop")), message.get("errorMessage"))
+        return cls("stop")
+
+
+class AgentSession(Protocol):
+    """The engine boundary a harness drives: one conversation with one agent engine."""
+
+    async def start(self) -> None:
+        """Start the engine."""
+
+    def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Receive every engine event; returns the unsubscribe function."""
+        ...
+
+    async def prompt(self, text: str) -> PromptResult:
+        """Send a prompt; return when its run has ended."""
+        ...
+
+    async def abort(self) -> None:
+        """End the current run now."""
+
+    async def stats(self) -> SessionStats:
+        """Token usage so far."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the engine and everything it started."""
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What a sequence hands a harness for one linear run."""
+
+    project_dir: Path
+    prompt: str
+    model: str
+    gateway: GatewaySettings
+    spinner_message: str = "Customizing your project..."
+    success_message: str = "Setup complete"
+    error_message: str = "Setup failed"
+    disallowed_tools: tuple[str, ...] = ()
+    sink: EventSink = lambda event: None
+
+
+class Harness(Protocol):
+    """An adapter over one agent engine."""
+
+    name: str
+
+    async def run(self, inputs: RunInputs) -> AgentResult:
+        """Run one linear conversation and say how it ended."""
+        ...

@@ -1,0 +1,1 @@
+"""The host's tools and the one security fence every harness uses."""

@@ -1,0 +1,46 @@
+"""What a host tool is: a name, a description for the model, a JSON Schema, and a handler.
+
+Tool failures are values (`ToolResult(is_error=True)`) that go back to the model; they never
+end a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call gives back to the model."""
+
+    text: str
+    is_error: bool = False
+
+
+ToolHandler = Callable[[Mapping[str, Any]], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """A tool the host offers the agent, whichever engine runs it."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: ToolHandler = field(repr=False)
+
+    def spec(self) -> dict[str, Any]:
+        """The engine-neutral description of this tool (no handler)."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+def schema(properties: Mapping[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    """A JSON Schema object with these properties."""
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": required or [],
+        "additionalProperties": False,
+    }

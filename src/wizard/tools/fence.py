@@ -1,0 +1,114 @@
+"""The security fence: the one chokepoint every tool call of every harness goes through.
+
+`Fence.check(tool, input)` answers whether a call may run. Paths are resolved once, with
+symlinks followed, and must stay inside the project; `.env*` files are closed to the generic
+file tools (the env tools are the only way to touch them); per-program disallowed tools are
+refused; a run may make at most `max_calls` tool calls. A denial is a value that goes back
+to the model as the tool's result. A critical violation latches: every later call is refused
+and the harness ends the run as `WIZARD_SECURITY_VIOLATION`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_TOOL_CALLS = 250
+
+# The only variables a command the agent runs may inherit.
+CHILD_ENV_ALLOW = (
+    *("PATH", "HOME", "SHELL", "USER", "LOGNAME", "TMPDIR", "TMP", "TEMP", "TERM", "LANG"),
+    *("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"),
+    *("CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
+    *("http_proxy", "https_proxy", "no_proxy"),
+)
+CHILD_ENV_ALLOW_PREFIXES = ("LC_",)
+
+_PATH_TOOLS = {"read": "path", "write": "path", "edit": "path", "ls": "path", "grep": "path"}
+_ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The fence's answer for one tool call."""
+
+    allow: bool
+    reason: str = ""
+    critical: bool = False
+
+
+ALLOW = Decision(allow=True)
+
+
+def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The scrubbed environment for a command the agent runs: the allowlist only."""
+    source = os.environ if environ is None else environ
+    return {
+        key: value
+        for key, value in source.items()
+        if key in CHILD_ENV_ALLOW or key.startswith(CHILD_ENV_ALLOW_PREFIXES)
+    }
+
+
+def is_env_file(path: Path) -> bool:
+    """Whether `path` names a `.env*` file that holds secrets (templates do not)."""
+    return path.name.startswith(".env") and path.name not in _ENV_TEMPLATES
+
+
+class Fence:
+    """The security policy of one run."""
+
+    def __init__(
+        self,
+        project_dir: Path,
+        *,
+        disallowed_tools: Iterable[str] = (),
+        max_calls: int = MAX_TOOL_CALLS,
+    ) -> None:
+        self.project_dir = project_dir.resolve()
+        self.disallowed_tools = frozenset(disallowed_tools)
+        self.max_calls = max_calls
+        self.calls = 0
+        self.violation: str | None = None
+
+    def resolve(self, raw: str) -> Path | None:
+        """`raw` resolved against the project with symlinks followed, or None if outside."""
+        candidate = Path(raw.removeprefix("@")).expanduser()
+        resolved = (self.project_dir / candidate).resolve()
+        return resolved if resolved.is_relative_to(self.project_dir) else None
+
+    def check(self, tool: str, args: Mapping[str, Any]) -> Decision:
+        """Whether the call `tool(args)` may run. Counts the call against the cap."""
+        if self.violation is not None:
+            return Decision(False, f"Run terminated by a security violation: {self.violation}")
+        self.calls += 1
+        if self.calls > self.max_calls:
+            return self._latch(f"Stopped: exceeded {self.max_calls} tool calls (runaway guard).")
+        if tool in self.disallowed_tools:
+            return Decision(False, f"The tool {tool} is not allowed in this program.")
+        if tool in _PATH_TOOLS:
+            return self._check_path(tool, args.get(_PATH_TOOLS[tool]))
+        return ALLOW
+
+    def _check_path(self, tool: str, raw: Any) -> Decision:
+        if raw is None and tool in ("ls", "grep"):
+            return ALLOW
+        if not isinstance(raw, str) or not raw:
+            return Decision(False, f"{tool} needs a path inside the project.")
+        resolved = self.resolve(raw)
+        if resolved is None:
+            return Decision(False, f"{raw} is outside the project directory {self.project_dir}.")
+        if is_env_file(resolved):
+            return Decision(
+                False,
+                f"{raw} is an environment file. Use check_env_keys to see which keys exist "
+                "and set_env_values to set them; values are never shown.",
+            )
+        return ALLOW
+
+    def _latch(self, reason: str) -> Decision:
+        self.violation = reason
+        return Decision(False, reason, critical=True)
