@@ -50,6 +50,7 @@ class RequestRecord:
     conversation: int | None = None
     bytes_sent: int = 0
     client_disconnected: bool = False
+    completed: bool = False
     unexpected: bool = False
     body: dict[str, Any] | None = None
 
@@ -146,6 +147,16 @@ class ScriptedGateway:
             for i in range(self._cursors[c], len(conversation.responses))
         ]
 
+    async def settled(self, timeout: float = 5.0) -> bool:
+        """Wait until every request was answered in full or its client hung up."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            if all(r.completed or r.client_disconnected for r in self.requests):
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
     def assert_complete(self) -> None:
         """Fail unless every scripted response was served and no request was unexpected."""
         problems = []
@@ -231,7 +242,9 @@ class ScriptedGateway:
         )
         self.requests.append(record)
         try:
-            return await self._send_response(reader, writer, endpoint, body, record, response)
+            keep = await self._send_response(reader, writer, endpoint, body, record, response)
+            record.completed = not record.client_disconnected
+            return keep
         finally:
             if self._on_record is not None:
                 self._on_record(record)

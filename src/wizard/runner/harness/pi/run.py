@@ -105,6 +105,8 @@ class PiHarness:
                 finally:
                     await session.close()
         except EngineError as exc:
+            if run.fence.violation is not None:
+                return self._violated(run)
             if run.latch.marker is not None:
                 return self._aborted(run)
             return self._failed(run, str(exc))
@@ -127,9 +129,10 @@ class PiHarness:
             nudges += 1
             run.inputs.sink(LogLine(f"completion guard: tasks still open, nudge {nudges}/20"))
             end = await self._work_turn(session, run, CONTINUE_INSTRUCTION)
-        if run.latch.marker is not None:
+        # The fence's critical violation outranks the marker, as the anthropic harness does.
+        if run.fence.violation is None and run.latch.marker is not None:
             return self._aborted(run)
-        if end.stop_reason == "error":
+        if run.fence.violation is None and end.stop_reason == "error":
             return self._failed(run, end.error_message or "the model request failed")
         if run.fence.violation is None:
             await self._remark(session, run)
@@ -176,6 +179,11 @@ class PiHarness:
         run.emit("agent aborted", **run.timing(), **extra)
         return AgentResult(AgentErrorType.ABORT, marker.reason, marker.source)
 
+    def _violated(self, run: _Run) -> AgentResult:
+        run.stop("Security violation detected")
+        run.emit("agent aborted", **run.timing())
+        return AgentResult(AgentErrorType.SECURITY_VIOLATION, run.fence.violation)
+
     def _failed(self, run: _Run, message: str) -> AgentResult:
         run.stop(run.inputs.error_message)
         run.inputs.sink(LogLine(f"pi backend error: {message}", "error"))
@@ -188,9 +196,7 @@ class PiHarness:
     async def _classify(self, session: AgentSession, run: _Run) -> AgentResult:
         listener = run.listener
         if run.fence.violation is not None:
-            run.stop("Security violation detected")
-            run.emit("agent aborted", **run.timing())
-            return AgentResult(AgentErrorType.SECURITY_VIOLATION, run.fence.violation)
+            return self._violated(run)
         if listener.tool_calls == 0:
             run.stop("Agent made no changes")
             run.emit("agent no progress", assistant_turns=listener.assistant_turns)

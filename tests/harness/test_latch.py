@@ -1,0 +1,71 @@
+"""The stop-marker latch and its streaming block scanner."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wizard.runner.harness.latch import StopLatch
+from wizard.signals import StopMarker, first_stop_marker
+
+
+def test_a_disarmed_latch_ignores_markers() -> None:
+    latch = StopLatch()
+    latch.disarm()
+    assert latch.offer("[ABORT] x") is None
+    assert latch.marker is None and not latch.fired.is_set()
+
+
+def test_the_first_marker_stays_latched() -> None:
+    latch = StopLatch()
+    latch.offer("[posthog:abort] first")
+    latch.offer("[ABORT] second")
+    assert latch.marker == StopMarker("first", "gateway_policy", 0)
+
+
+def test_streaming_waits_for_the_end_of_the_line() -> None:
+    latch = StopLatch()
+    scanner = latch.scanner()
+    for delta in ["[ABORT] Could not", " find a Stripe", " integration"]:
+        scanner.feed(delta)
+    assert latch.marker is None, "a reason must not be cut short mid-line"
+    scanner.feed("\nmore")
+    assert latch.marker is not None and latch.marker.reason == "Could not find a Stripe integration"
+
+
+def test_a_bare_marker_waits_for_its_reason_on_a_later_line() -> None:
+    latch = StopLatch()
+    scanner = latch.scanner()
+    scanner.feed("text\n[ABORT]\n")
+    scanner.feed("\n")
+    assert latch.marker is None
+    scanner.feed("the reason\n")
+    assert latch.marker is not None and latch.marker.reason == "the reason"
+
+
+def test_the_last_line_counts_when_the_block_ends() -> None:
+    latch = StopLatch()
+    scanner = latch.scanner()
+    scanner.feed("[ABORT] no newline at the end")
+    scanner.finish()
+    assert latch.marker is not None and latch.marker.reason == "no newline at the end"
+
+
+_PIECES = st.sampled_from(["[ABORT]", "[posthog:abort]", " ", "\n", "\r", "reason", "x", "\u2028"])
+
+
+@given(st.lists(_PIECES, max_size=25), st.integers(min_value=1, max_value=7))
+def test_streamed_scanning_agrees_with_scanning_the_whole_block(
+    pieces: list[str], size: int
+) -> None:
+    whole = "".join(pieces)
+    latch = StopLatch()
+    scanner = latch.scanner()
+    for start in range(0, len(whole), size):
+        scanner.feed(whole[start : start + size])
+    scanner.finish()
+    expected = first_stop_marker(whole)
+    got = latch.marker
+    assert (got is None) == (expected is None)
+    if got is not None and expected is not None:
+        assert (got.reason, got.source) == (expected.reason, expected.source)

@@ -1,0 +1,87 @@
+"""Live tests: the real pi engine against the scripted gateway on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wizard.events import EventRecorder
+from wizard.outcome import AgentResult
+from wizard.runner.harness.pi import engine
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.session import PiLaunch, PiSession, _descendants
+from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs
+from wizard.testing.gateway import ScriptedGateway
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pi_engine() -> Iterator[engine.PiEngine]:
+    installed = engine.installed_pi()
+    if installed is None:
+        if os.environ.get("CI"):
+            pytest.fail("pi is not installed; .ci/run must run `wizard engines install pi`")
+        pytest.skip("pi is not installed (wizard engines install pi)")
+    yield installed
+
+
+@dataclass
+class LiveRun:
+    """One harness run on the real engine, and what it left behind."""
+
+    result: AgentResult
+    gateway: ScriptedGateway
+    recorder: EventRecorder
+    pids: list[int] = field(default_factory=list)
+
+    def assert_no_process_left(self) -> None:
+        for pid in self.pids:
+            assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"pi {pid} still runs"
+            assert _descendants(pid) == []
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+async def run_live(
+    project: Path,
+    scenario: dict[str, Any],
+    *,
+    api: GatewayApi = "anthropic-messages",
+    prompt: str = "Set up the program.",
+) -> LiveRun:
+    """Run the pi harness on the real engine against `scenario`."""
+    recorder = EventRecorder()
+    pids: list[int] = []
+
+    def factory(launch: PiLaunch) -> PiSession:
+        session = PiSession(launch)
+        original_start = session.start
+
+        async def start() -> None:
+            await original_start()
+            assert session.pid is not None
+            pids.append(session.pid)
+
+        session.start = start  # type: ignore[method-assign]
+        return session
+
+    async with ScriptedGateway(scenario) as gateway:
+        inputs = RunInputs(
+            project_dir=project,
+            prompt=prompt,
+            model="scripted-1",
+            gateway=GatewaySettings(url=gateway.url, api=api, retries=0),
+            sink=recorder,
+        )
+        result = await PiHarness(session_factory=factory).run(inputs)
+        assert await gateway.settled()
+    return LiveRun(result, gateway, recorder, pids)
