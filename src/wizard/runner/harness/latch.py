@@ -45,33 +45,37 @@ class StopLatch:
 
 
 class BlockScanner:
-    """Scans one streamed text block in linear time, complete lines first."""
+    """Scans one streamed text block in linear time, complete lines first.
+
+    It keeps only the unsettled tail of the block (`_window`, starting at `_consumed`), so a
+    long reply costs time and memory in proportion to its length, not its square.
+    """
 
     def __init__(self, latch: StopLatch) -> None:
         self._latch = latch
-        self.text = ""
-        self._from = 0
+        self._window = ""
+        self._consumed = 0
 
     def feed(self, delta: str) -> None:
         """Add streamed text; scan the lines it completes."""
-        self.text += delta
+        self._window += delta
         if "\n" in delta:
-            self._scan(self.text[: self.text.rfind("\n") + 1])
+            self._scan(self._window.rfind("\n") + 1)
 
     def finish(self, final_text: str | None = None) -> None:
         """The block is complete: scan what is left, the last line included."""
         if final_text is not None:
-            self.text = final_text
-        self._scan(self.text)
+            self._window = final_text[self._consumed :]
+        self._scan(len(self._window))
 
-    def _scan(self, text: str) -> None:
-        window = text[self._from :]
-        if self._latch.offer(window) is not None:
+    def _scan(self, end: int) -> None:
+        complete = self._window[:end]
+        if self._latch.offer(complete) is not None:
             return
         # Only a skill marker followed by nothing but whitespace can still become a match
         # once more text arrives; everything before it is settled.
-        pending = window.rfind(Marker.ABORT)
-        if pending >= 0 and not js_trim(window[pending + len(Marker.ABORT) :]):
-            self._from += pending
-        else:
-            self._from = len(text)
+        pending = complete.rfind(Marker.ABORT)
+        if pending < 0 or js_trim(complete[pending + len(Marker.ABORT) :]):
+            pending = end
+        self._window = self._window[pending:]
+        self._consumed += pending

@@ -1,0 +1,42 @@
+"""MCP analytics: capture the tool calls of an MCP server the project builds."""
+
+from wizard.programs.types import AbortCase, ProgramConfig
+
+MCP_ANALYTICS = ProgramConfig(
+    id="mcp-analytics",
+    label="mcp-analytics",
+    description="Add PostHog analytics to the MCP server this project builds.",
+    skill="mcp-analytics",
+    spinner_message="Adding analytics to your MCP server...",
+    success_message="MCP analytics set up",
+    docs_url="https://posthog.com/docs/mcp-analytics",
+    abort_cases=(
+        AbortCase(
+            match=r"^unsupported language for mcp analytics$",
+            message="Unsupported language for MCP analytics",
+            body=(
+                "MCP analytics supports TypeScript/JavaScript servers (`@posthog/mcp`) and Python "
+                "servers (`posthog.mcp`). This project's MCP server is written in another "
+                "language, so nothing was changed."
+            ),
+        ),
+        AbortCase(
+            match=r"^no mcp server found$",
+            message="No MCP server found",
+            body=(
+                "MCP analytics instruments an MCP server, and no MCP server was found in this "
+                "project. If you just want PostHog product analytics, run `npx @posthog/wizard` "
+                "instead."
+            ),
+        ),
+        AbortCase(
+            match=r"^could not locate the server entry point$",
+            message="Could not locate the MCP server entry point",
+            body=(
+                "The wizard found MCP code but couldn't find where the server is constructed or "
+                "requests are dispatched. Point the skill at the file that creates the server "
+                "(for example by opening an issue with its path) and run this program again."
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,48 @@
+"""Self-driving: PostHog Signals working on the project's GitHub repository."""
+
+from wizard.programs.types import AbortCase, ProgramConfig
+
+SELF_DRIVING = ProgramConfig(
+    id="self-driving",
+    label="Self-driving",
+    description="Set up PostHog Self-driving for this project and its GitHub repository.",
+    skill="self-driving",
+    spinner_message="Setting up PostHog Self-driving...",
+    success_message="PostHog Self-driving set up",
+    docs_url="https://posthog.com/docs/self-driving",
+    abort_cases=(
+        AbortCase(
+            match=r"^self-driving is not available for this project$",
+            message="PostHog Self-driving is not available for this project",
+            body=(
+                "The PostHog Signals API could not be reached for this project, so Self-driving "
+                "cannot be set up yet. Check that your organization has Self-driving enabled, "
+                "then run this program again."
+            ),
+        ),
+        AbortCase(
+            match=r"^github connection declined$",
+            message="GitHub connection required",
+            body=(
+                "Self-driving needs GitHub access to open pull requests on your repository. Run "
+                "this program again and approve the GitHub connection when asked."
+            ),
+        ),
+        AbortCase(
+            match=r"^requires-interactive-mode$",
+            message="Interactive terminal required",
+            body=(
+                "Self-driving setup asks you questions, so it needs an interactive terminal. Run "
+                "it again without --ci, in a terminal."
+            ),
+        ),
+        AbortCase(
+            match=r"^requirements-incomplete$",
+            message="Setup needs your input",
+            body=(
+                "The wizard could not collect the answers this setup needs. Run it again in an "
+                "interactive terminal and answer its questions."
+            ),
+        ),
+    ),
+)
