@@ -1,1 +1,86 @@
-"""The run pipeline: switchboard, sequences and harnesses."""
+"""The run pipeline: `run_program` resolves the binding and the gateway, then runs a sequence.
+
+Expected endings come back as an `Outcome`. Usage and configuration errors are raised (the
+CLI turns them into exit code 2); any other exception becomes a failed `Outcome`, so the CLI
+always has one to report.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wizard.errors import EngineError, UsageError
+from wizard.events import EventSink, LogLine
+from wizard.outcome import Outcome, Outro
+from wizard.programs.types import ProgramBinding, ProgramConfig
+from wizard.runner.gateway import GatewayFlags, resolve_gateway
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.types import Harness
+from wizard.runner.sequence.linear import RunContext, run_linear
+from wizard.runner.switchboard import resolve_binding
+from wizard.skills.sources import SkillSource
+from wizard.tools.project import AskFunction
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the CLI asks for: a program on a project, with flags and environment."""
+
+    program: ProgramConfig
+    project_dir: Path
+    skills: SkillSource
+    sink: EventSink
+    environ: Mapping[str, str]
+    binding: ProgramBinding = field(default_factory=ProgramBinding)
+    gateway: GatewayFlags = field(default_factory=GatewayFlags)
+    ask: AskFunction | None = None
+
+
+def make_harness(name: str) -> Harness:
+    """The harness registered under `name` (the switchboard has checked it)."""
+    if name == "pi":
+        return PiHarness()
+    raise UsageError(f"The harness '{name}' is not available.")
+
+
+async def run_program(request: RunRequest, harness: Harness | None = None) -> Outcome:
+    """Run one program and say how it ended."""
+    program = request.program
+    if not request.project_dir.is_dir():
+        raise UsageError(
+            f"Project directory {request.project_dir} does not exist.",
+            "Pass --project DIR with an existing directory.",
+        )
+    binding = resolve_binding(program, request.binding, request.environ)
+    gateway = resolve_gateway(request.gateway, request.environ)
+    harness = harness or make_harness(binding.harness)
+    context = RunContext(
+        program=program,
+        project_dir=request.project_dir.resolve(),
+        binding=binding,
+        gateway=gateway,
+        skills=request.skills,
+        sink=request.sink,
+        ask=request.ask,
+    )
+    try:
+        await harness.prepare(lambda line: request.sink(LogLine(line)))
+    except EngineError as exc:
+        outro = Outro("error", f"The {binding.harness} engine is not available", str(exc))
+        return context.outcome("failed", outro, reason=exc.message)
+    try:
+        return await run_linear(context, harness)
+    except Exception as exc:
+        log.exception("run failed unexpectedly")
+        outro = Outro(
+            "error",
+            f"{program.label} failed unexpectedly",
+            f"{type(exc).__name__}: {exc}\n\nNothing was reported as set up. Please report this "
+            "to wizard@posthog.com with the log file.",
+        )
+        return context.outcome("failed", outro, reason=str(exc))

@@ -15,6 +15,8 @@ from typing import Any, Literal, Protocol
 from wizard.events import EventSink
 from wizard.outcome import AgentResult
 from wizard.signals import DEFAULT_GATEWAY_MARKER
+from wizard.tools.base import HostTool
+from wizard.tools.fence import Fence
 
 GatewayApi = Literal["anthropic-messages", "openai-completions"]
 _ENGINE_KEY_VAR = "WIZARD_ENGINE_GATEWAY_KEY"
@@ -105,12 +107,17 @@ class RunInputs:
     error_message: str = "Setup failed"
     disallowed_tools: tuple[str, ...] = ()
     sink: EventSink = lambda event: None
+    # The program's host tools, built over the run's fence (which resolves their paths).
+    tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: ()
 
 
 class Harness(Protocol):
     """An adapter over one agent engine."""
 
     name: str
+
+    async def prepare(self, progress: Callable[[str], None]) -> None:
+        """Make sure the engine is ready (install it if the harness can); `EngineError` if not."""
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""

@@ -19,6 +19,7 @@ from wizard.events import AnalyticsEvent, LogLine, SpinnerStarted, SpinnerStoppe
 from wizard.outcome import AgentErrorType, AgentResult
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.pi.bridge import EXTENSION, HostBridge
+from wizard.runner.harness.pi.engine import ensure_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.prompts import (
     CONTINUE_INSTRUCTION,
@@ -36,12 +37,6 @@ log = logging.getLogger(__name__)
 
 BUILTIN_TOOLS = ("read", "bash", "edit", "write")
 SessionFactory = Callable[[PiLaunch], AgentSession]
-ToolsFactory = Callable[[RunInputs, TaskStore], list[HostTool]]
-
-
-def default_tools(inputs: RunInputs, store: TaskStore) -> list[HostTool]:
-    """The host tools of a linear pi run."""
-    return task_tools(store)
 
 
 class _Run:
@@ -56,6 +51,11 @@ class _Run:
         self.halt = asyncio.Event()
         self.latch = StopLatch(inputs.gateway.refusal_marker, fired=self.halt)
         self.listener = RunListener(self.latch, inputs.sink)
+
+    def tools(self) -> list[HostTool]:
+        """The run's host tools, less those the program disallows."""
+        tools = [*task_tools(self.store), *self.inputs.tools(self.fence)]
+        return [tool for tool in tools if tool.name not in self.fence.disallowed_tools]
 
     def emit(self, name: str, **properties: Any) -> None:
         self.inputs.sink(AnalyticsEvent(name, properties))
@@ -83,20 +83,19 @@ class PiHarness:
 
     name = "pi"
 
-    def __init__(
-        self, session_factory: SessionFactory = PiSession, tools: ToolsFactory = default_tools
-    ) -> None:
+    def __init__(self, session_factory: SessionFactory = PiSession) -> None:
         self._session_factory = session_factory
-        self._tools = tools
+
+    async def prepare(self, progress: Callable[[str], None]) -> None:
+        """Make sure pi is installed (installing it on first use); `EngineError` if it cannot."""
+        await asyncio.to_thread(ensure_pi, progress)
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
         run = _Run(inputs)
         inputs.sink(SpinnerStarted(inputs.spinner_message))
         try:
-            async with HostBridge(
-                self._tools(inputs, run.store), run.fence, run.on_decision
-            ) as bridge:
+            async with HostBridge(run.tools(), run.fence, run.on_decision) as bridge:
                 session = self._session_factory(self._launch(inputs, bridge))
                 try:
                     await session.start()

@@ -141,6 +141,9 @@ class PiSession:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            # Its own session: a Ctrl-C at the terminal reaches only wizard, which then
+            # tears pi down in order (abort, then stop) instead of orphaning its children.
+            start_new_session=True,
         )
         self._tasks = [
             asyncio.create_task(self._read_stdout()),

@@ -1,0 +1,72 @@
+"""The switchboard: the one place that decides which sequence, harness and model run.
+
+Each of the three is resolved on its own with the precedence CLI flag > environment
+(`WIZARD_SEQUENCE`, `WIZARD_HARNESS`, `WIZARD_MODEL`) > the program's binding > default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from wizard.errors import UsageError
+from wizard.programs.registry import did_you_mean
+from wizard.programs.types import ProgramBinding, ProgramConfig
+
+DEFAULT_BINDING = ProgramBinding(sequence="linear", harness="pi", model="claude-sonnet-4-6")
+
+SEQUENCES = ("linear", "orchestrator")
+HARNESSES = ("pi", "anthropic")
+# Names that are part of the design but not built in this version.
+NOT_BUILT = {
+    "orchestrator": "the orchestrator sequence is not built yet; use --sequence linear",
+    "anthropic": "the anthropic harness is not built yet; use --harness pi",
+}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How one run runs, and where each choice came from (flag, env, program, default)."""
+
+    sequence: str
+    harness: str
+    model: str
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+def _pick(
+    name: str,
+    cli: str | None,
+    environ: Mapping[str, str],
+    program: ProgramBinding,
+) -> tuple[str, str]:
+    env_value = environ.get(f"WIZARD_{name.upper()}")
+    for value, source in (
+        (cli, "flag"),
+        (env_value, "env"),
+        (getattr(program, name), "program"),
+        (getattr(DEFAULT_BINDING, name), "default"),
+    ):
+        if value:
+            return value, source
+    raise AssertionError(f"no default {name}")  # DEFAULT_BINDING names every field
+
+
+def _check(kind: str, value: str, known: tuple[str, ...]) -> None:
+    if value not in known:
+        raise UsageError(f"Unknown {kind} '{value}'.", did_you_mean(value, list(known)))
+    if value in NOT_BUILT:
+        raise UsageError(f"The {kind} '{value}' is not available.", NOT_BUILT[value].capitalize())
+
+
+def resolve_binding(
+    program: ProgramConfig, cli: ProgramBinding, environ: Mapping[str, str]
+) -> Binding:
+    """Resolve sequence, harness and model for `program`."""
+    sequence, sequence_source = _pick("sequence", cli.sequence, environ, program.binding)
+    harness, harness_source = _pick("harness", cli.harness, environ, program.binding)
+    model, model_source = _pick("model", cli.model, environ, program.binding)
+    _check("sequence", sequence, SEQUENCES)
+    _check("harness", harness, HARNESSES)
+    sources = {"sequence": sequence_source, "harness": harness_source, "model": model_source}
+    return Binding(sequence, harness, model, sources)
