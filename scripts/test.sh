@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test,analytics]'
+.venv/bin/python -m pip install --quiet -e '.[test]'
 .venv/bin/wizard engines install pi
 .venv/bin/ruff check src tests bench
 .venv/bin/ruff format --check src tests bench

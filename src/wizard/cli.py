@@ -1,17 +1,55 @@
-"""The `wizard` command line. The only module that exits the process."""
+"""The `wizard` command line. The only module that exits the process.
+
+Exit codes: 0 succeeded, 1 failed, 2 usage or configuration error, 3 aborted (a skill's
+`[ABORT]` or the gateway's refusal), 130 interrupted. Heavy modules are imported inside the
+commands, so `wizard --help` stays fast and works with no engine installed.
+"""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wizard import __version__
+from wizard.errors import WizardError
+from wizard.outcome import EXIT_USAGE, Outcome, exit_code
+
+if TYPE_CHECKING:
+    from wizard.launch import LaunchOptions, Services
+    from wizard.programs.types import ProgramConfig
 
 app = typer.Typer(
     name="wizard",
     help="Run LLM coding agents through setup programs and report truly how each run ended.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
+engines_app = typer.Typer(help="Install and inspect agent engines.", no_args_is_help=True)
+app.add_typer(engines_app, name="engines")
+
+Project = Annotated[Path, typer.Option("--project", help="The project to set up.")]
+HarnessOpt = Annotated[str | None, typer.Option("--harness", help="Agent harness: pi.")]
+SequenceOpt = Annotated[str | None, typer.Option("--sequence", help="Sequence: linear.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id at the gateway.")]
+SkillsDir = Annotated[
+    Path | None, typer.Option("--skills-dir", help="Read skills from this folder first.")
+]
+Ci = Annotated[bool, typer.Option("--ci", help="No animation or questions; JSON Lines out.")]
+OutcomeJson = Annotated[
+    Path | None, typer.Option("--outcome-json", help="Write the outcome as JSON to this file.")
+]
+GatewayUrl = Annotated[str | None, typer.Option("--gateway-url", help="WIZARD_GATEWAY_URL.")]
+GatewayKey = Annotated[str | None, typer.Option("--gateway-key", help="WIZARD_GATEWAY_KEY.")]
+GatewayApi = Annotated[
+    str | None,
+    typer.Option("--gateway-api", help="anthropic-messages (default) or openai-completions."),
+]
+Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
 
 
 def _version(value: bool) -> None:
@@ -22,26 +60,169 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
 ) -> None:
     """Run LLM coding agents through setup programs."""
 
 
-engines_app = typer.Typer(help="Install and inspect agent engines.", no_args_is_help=True)
-app.add_typer(engines_app, name="engines")
+def _usage_error(error: WizardError) -> typer.Exit:
+    typer.echo(f"error: {error.message}", err=True)
+    if error.hint:
+        typer.echo(error.hint, err=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _launch(
+    program: ProgramConfig,
+    options: LaunchOptions,
+    outcome_json: Path | None,
+    services: Services | None = None,
+    after: Callable[[Outcome], None] | None = None,
+) -> None:
+    from wizard.launch import launch
+
+    try:
+        outcome = launch(program, options, os.environ, services, after)
+    except WizardError as exc:
+        raise _usage_error(exc) from exc
+    if outcome_json is not None:
+        outcome_json.write_text(outcome.to_json() + "\n")
+    raise typer.Exit(exit_code(outcome))
+
+
+def _options(
+    project: Path,
+    harness: str | None,
+    sequence: str | None,
+    model: str | None,
+    skills_dir: Path | None,
+    ci: bool,
+    gateway: tuple[str | None, str | None, str | None],
+    verbose: bool,
+) -> LaunchOptions:
+    from wizard.launch import LaunchOptions
+    from wizard.programs.types import ProgramBinding
+    from wizard.runner.gateway import GatewayFlags
+
+    return LaunchOptions(
+        project=project,
+        binding=ProgramBinding(sequence=sequence, harness=harness, model=model),
+        gateway=GatewayFlags(*gateway),
+        skills_dir=skills_dir,
+        ci=ci,
+        verbose=verbose,
+    )
+
+
+@app.command()
+def run(
+    program: Annotated[str, typer.Argument(help="The program to run (see `wizard programs`).")],
+    project: Project = Path("."),
+    harness: HarnessOpt = None,
+    sequence: SequenceOpt = None,
+    model: ModelOpt = None,
+    skills_dir: SkillsDir = None,
+    ci: Ci = False,
+    outcome_json: OutcomeJson = None,
+    gateway_url: GatewayUrl = None,
+    gateway_key: GatewayKey = None,
+    gateway_api: GatewayApi = None,
+    verbose: Verbose = False,
+) -> None:
+    """Run a program on a project."""
+    from wizard.programs import get_program
+
+    try:
+        config = get_program(program)
+    except WizardError as exc:
+        raise _usage_error(exc) from exc
+    gateway = (gateway_url, gateway_key, gateway_api)
+    options = _options(project, harness, sequence, model, skills_dir, ci, gateway, verbose)
+    _launch(config, options, outcome_json)
+
+
+@app.command()
+def skill(
+    name: Annotated[str, typer.Argument(help="The skill to run.")],
+    project: Project = Path("."),
+    harness: HarnessOpt = None,
+    sequence: SequenceOpt = None,
+    model: ModelOpt = None,
+    skills_dir: SkillsDir = None,
+    ci: Ci = False,
+    outcome_json: OutcomeJson = None,
+    gateway_url: GatewayUrl = None,
+    gateway_key: GatewayKey = None,
+    gateway_api: GatewayApi = None,
+    verbose: Verbose = False,
+) -> None:
+    """Run one skill on a project (no program-specific abort screens)."""
+    from wizard.programs import skill_program
+
+    gateway = (gateway_url, gateway_key, gateway_api)
+    options = _options(project, harness, sequence, model, skills_dir, ci, gateway, verbose)
+    _launch(skill_program(name), options, outcome_json)
+
+
+@app.command()
+def demo(
+    scenario: Annotated[
+        str,
+        typer.Option(help="success, skill-abort or gateway-refusal."),
+    ] = "success",
+    ci: Ci = False,
+    outcome_json: OutcomeJson = None,
+    verbose: Verbose = False,
+) -> None:
+    """Run the offline demo: a real pi run on a sample project, with a scripted model."""
+    import tempfile
+
+    from wizard.demo.demo import DEMO_MODEL, DEMO_PROGRAM, prepare_demo
+    from wizard.demo.run import demo_services, print_demo_intro, show_changes
+    from wizard.programs import get_program
+
+    with tempfile.TemporaryDirectory(prefix="wizard-demo-") as workdir:
+        try:
+            setup = prepare_demo(scenario, Path(workdir))
+        except WizardError as exc:
+            raise _usage_error(exc) from exc
+        print_demo_intro(setup, ci)
+        options = _options(
+            setup.project, "pi", "linear", DEMO_MODEL, None, ci, (None, None, None), verbose
+        )
+        _launch(
+            get_program(DEMO_PROGRAM),
+            options,
+            outcome_json,
+            services=lambda: demo_services(setup),
+            after=lambda outcome: show_changes(setup, outcome, ci),
+        )
+
+
+@app.command()
+def programs() -> None:
+    """List the programs and the bundled skills."""
+    from wizard.programs import PROGRAMS
+    from wizard.skills.sources import BundledSkills
+    from wizard.ui.console import make_console
+    from wizard.ui.tables import programs_table
+
+    make_console().print(programs_table(list(PROGRAMS.values()), BundledSkills().menu()))
 
 
 @engines_app.command("install")
-def engines_install(engine: str = typer.Argument("pi", help="The engine to install: pi.")) -> None:
+def engines_install(
+    engine: Annotated[str, typer.Argument(help="The engine to install: pi.")] = "pi",
+) -> None:
     """Install an agent engine (pi: npm @mariozechner/pi-coding-agent, exactly pinned)."""
-    from wizard.errors import WizardError
     from wizard.runner.harness.pi import engine as pi_engine
 
     if engine != "pi":
         typer.echo(f"error: unknown engine {engine!r}; the installable engine is 'pi'.", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     try:
         installed = pi_engine.installed_pi()
         if installed is not None:
@@ -58,7 +239,6 @@ def engines_install(engine: str = typer.Argument("pi", help="The engine to insta
 @engines_app.command("status")
 def engines_status() -> None:
     """Say which engines are installed, and where."""
-    from wizard.errors import WizardError
     from wizard.runner.harness.pi import engine as pi_engine
 
     try:
@@ -74,12 +254,6 @@ def engines_status() -> None:
         typer.echo("    install it with: wizard engines install pi")
     else:
         typer.echo(f"pi: {installed.version} in {installed.prefix}")
-    try:
-        import claude_agent_sdk  # noqa: F401
-
-        typer.echo("anthropic: claude-agent-sdk installed")
-    except ImportError:
-        typer.echo("anthropic: claude-agent-sdk not installed (pip install 'wizard[anthropic]')")
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""The offline demo: a bundled sample project, recorded transcripts, a scripted model."""

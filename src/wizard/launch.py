@@ -1,0 +1,156 @@
+"""Running a program from the command line: sinks, log file, analytics, Ctrl-C.
+
+`launch()` wires the UI (live view or `--ci` JSON Lines), the run's log file and analytics
+to the runner, runs it, shows the outro and returns the `Outcome`. It never exits the
+process; `cli.py` maps the outcome to an exit code. Usage and configuration errors are
+raised as `WizardError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.analytics import analytics_from_env
+from wizard.events import EventBus, EventSink
+from wizard.outcome import Outcome, Outro
+from wizard.programs.types import ProgramBinding, ProgramConfig
+from wizard.runlog import RunLog, default_log_path
+from wizard.runner import RunRequest, run_program
+from wizard.runner.gateway import GatewayFlags
+from wizard.skills.sources import (
+    BundledSkills,
+    ChainedSkills,
+    DirectorySkills,
+    RemoteSkills,
+    SkillSource,
+)
+from wizard.ui.ci import CiOutput
+from wizard.ui.console import make_console
+from wizard.ui.live import LiveView
+from wizard.ui.outro import render_outro
+
+Services = Callable[[], AbstractAsyncContextManager[Mapping[str, str]]]
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What the user asked for on the command line."""
+
+    project: Path
+    binding: ProgramBinding
+    gateway: GatewayFlags
+    skills_dir: Path | None = None
+    ci: bool = False
+    verbose: bool = False
+
+
+def skill_source(skills_dir: Path | None, environ: Mapping[str, str]) -> SkillSource:
+    """Local folder first, then the remote menu, then the bundled skills."""
+    sources: list[SkillSource] = []
+    local = skills_dir or (
+        Path(environ["WIZARD_SKILLS_DIR"]) if environ.get("WIZARD_SKILLS_DIR") else None
+    )
+    if local is not None:
+        sources.append(DirectorySkills(local))
+    if environ.get("WIZARD_SKILLS_URL"):
+        sources.append(RemoteSkills(environ["WIZARD_SKILLS_URL"]))
+    sources.append(BundledSkills())
+    return ChainedSkills(sources)
+
+
+def cancelled_outcome(program: ProgramConfig, binding: ProgramBinding) -> Outcome:
+    """The outcome of a run the user interrupted."""
+    outro = Outro(
+        "cancel",
+        f"{program.label} cancelled",
+        "The run was interrupted and nothing more will run. Files the agent already changed "
+        "stay as they are: review them with `git diff`.",
+    )
+    return Outcome("cancelled", program.id, binding.harness, binding.sequence, outro=outro)
+
+
+def launch(
+    program: ProgramConfig,
+    options: LaunchOptions,
+    environ: Mapping[str, str],
+    services: Services | None = None,
+    after_run: Callable[[Outcome], None] | None = None,
+) -> Outcome:
+    """Run `program` with the terminal UI (or CI output) and return its outcome.
+
+    `services` may run things for the length of the run inside its event loop (the demo's
+    gateway) and give extra environment; `after_run` prints anything after the outro.
+    """
+    console = make_console(sys.stdout if not options.ci else sys.stderr)
+    ci = CiOutput(sys.stdout) if options.ci else None
+    live = None if ci else LiveView(console, verbose=options.verbose)
+    log = RunLog(default_log_path())
+    tags = {"program": program.id}
+    analytics = analytics_from_env(environ, tags)
+    sinks: list[EventSink] = [log, ci or live]  # type: ignore[list-item]
+    if analytics is not None:
+        sinks.append(analytics)
+    bus = EventBus(*sinks)
+    if not options.ci:
+        console.print(f"[dim]Log file: {log.path}[/dim]")
+    with ExitStack() as stack:
+        stack.callback(log.close)
+        if analytics is not None:
+            stack.callback(analytics.shutdown)
+        if live is not None:
+            stack.callback(live.close)
+        try:
+            outcome = asyncio.run(
+                _run(program, options, environ, bus, live.ask if live else None, services)
+            )
+        except KeyboardInterrupt:
+            outcome = cancelled_outcome(program, options.binding)
+        if live is not None:
+            live.close()
+    if ci is not None:
+        ci.outcome(outcome)
+    console.print(render_outro(outcome))
+    if after_run is not None:
+        after_run(outcome)
+    return outcome
+
+
+async def _run(
+    program: ProgramConfig,
+    options: LaunchOptions,
+    environ: Mapping[str, str],
+    sink: EventSink,
+    ask: Callable[[list[str]], Awaitable[list[str] | None]] | None,
+    services: Services | None,
+) -> Outcome:
+    async with services() if services is not None else _no_services() as extra:
+        return await run_program(_request(program, options, {**environ, **extra}, sink, ask))
+
+
+@asynccontextmanager
+async def _no_services() -> AsyncIterator[Mapping[str, str]]:
+    yield {}
+
+
+def _request(
+    program: ProgramConfig,
+    options: LaunchOptions,
+    environ: Mapping[str, str],
+    sink: EventSink,
+    ask: Callable[[list[str]], Awaitable[list[str] | None]] | None,
+) -> RunRequest:
+    return RunRequest(
+        program=program,
+        project_dir=options.project,
+        skills=skill_source(options.skills_dir, environ),
+        sink=sink,
+        environ=environ,
+        binding=options.binding,
+        gateway=options.gateway,
+        ask=ask,
+    )
