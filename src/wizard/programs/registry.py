@@ -26,7 +26,7 @@ PROGRAMS: dict[str, ProgramConfig] = {
 
 def did_you_mean(name: str, choices: list[str]) -> str:
     """' Did you mean X?' when a close choice exists, else the list of choices."""
-    close = difflib.get_close_matches(name, choices, n=1)
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     if close:
         return f"Did you mean '{close[0]}'?"
     return "Choose one of: " + ", ".join(sorted(choices)) + "."

@@ -1,0 +1,66 @@
+"""Switchboard precedence: CLI flag > environment > program binding > default."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from wizard.errors import UsageError
+from wizard.programs import get_program
+from wizard.programs.types import ProgramBinding
+from wizard.runner.switchboard import resolve_binding
+
+PROGRAM = get_program("transactional-email")
+BOUND = replace(PROGRAM, binding=ProgramBinding(model="program-model"))
+
+
+def test_defaults_are_linear_pi() -> None:
+    binding = resolve_binding(PROGRAM, ProgramBinding(), {})
+    assert (binding.sequence, binding.harness, binding.model) == (
+        "linear",
+        "pi",
+        "claude-sonnet-4-6",
+    )
+    assert set(binding.sources.values()) == {"default"}
+
+
+def test_program_binding_beats_default() -> None:
+    binding = resolve_binding(BOUND, ProgramBinding(), {})
+    assert (binding.model, binding.sources["model"]) == ("program-model", "program")
+
+
+def test_environment_beats_program_binding() -> None:
+    binding = resolve_binding(BOUND, ProgramBinding(), {"WIZARD_MODEL": "env-model"})
+    assert (binding.model, binding.sources["model"]) == ("env-model", "env")
+
+
+def test_flag_beats_environment() -> None:
+    env = {"WIZARD_MODEL": "env-model", "WIZARD_HARNESS": "pi", "WIZARD_SEQUENCE": "linear"}
+    binding = resolve_binding(BOUND, ProgramBinding(model="flag-model"), env)
+    assert (binding.model, binding.sources["model"]) == ("flag-model", "flag")
+    assert binding.sources["harness"] == "env" and binding.sources["sequence"] == "env"
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "expected"),
+    [
+        (ProgramBinding(harness="py"), {}, "Did you mean 'pi'?"),
+        (ProgramBinding(sequence="linaer"), {}, "Did you mean 'linear'?"),
+        (ProgramBinding(), {"WIZARD_HARNESS": "claude"}, "Choose one of"),
+    ],
+)
+def test_unknown_names_are_usage_errors(
+    flags: ProgramBinding, env: dict[str, str], expected: str
+) -> None:
+    with pytest.raises(UsageError) as raised:
+        resolve_binding(PROGRAM, flags, env)
+    assert expected in (raised.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "flags", [ProgramBinding(harness="anthropic"), ProgramBinding(sequence="orchestrator")]
+)
+def test_names_not_built_yet_say_so(flags: ProgramBinding) -> None:
+    with pytest.raises(UsageError, match="not available"):
+        resolve_binding(PROGRAM, flags, {})

@@ -1,0 +1,73 @@
+"""`wizard demo`: every scenario ends in its outro and exit code, on the real pi engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.scenarios.conftest import ci_lines, wizard_env
+
+pytestmark = pytest.mark.live
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "status", "message"),
+    [
+        ("success", 0, "succeeded", "Transactional email set up"),
+        ("skill-abort", 3, "aborted", "The email API is not enabled for this project"),
+        ("gateway-refusal", 3, "aborted", "Transactional email aborted"),
+    ],
+)
+def test_demo_scenarios(
+    tmp_path: Path, scenario: str, code: int, status: str, message: str
+) -> None:
+    outcome_file = tmp_path / "outcome.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wizard",
+            "demo",
+            "--scenario",
+            scenario,
+            "--ci",
+            "--outcome-json",
+            str(outcome_file),
+        ],
+        capture_output=True,
+        text=True,
+        env=wizard_env(tmp_path),
+        timeout=240,
+    )
+    assert proc.returncode == code, proc.stderr[-3000:]
+    lines = ci_lines(proc.stdout)
+    outcome = lines[-1]
+    assert outcome["event"] == "outcome" and outcome["status"] == status
+    assert outcome["outro"]["message"] == message
+    assert outcome_file.read_text().strip().startswith("{")
+    assert "The model is scripted" in proc.stderr
+    kinds = {line["event"] for line in lines}
+    assert {"spinner_started", "spinner_stopped", "outcome"} <= kinds
+    if scenario == "success":
+        assert "+from posthog_email import send_email" in proc.stderr
+        assert any(line["event"] == "tasks_changed" for line in lines)
+    else:
+        assert "changed no project files" in proc.stderr
+        assert outcome["source"] == ("skill" if scenario == "skill-abort" else "gateway_policy")
+
+
+def test_interactive_demo_shows_the_outro_and_the_diff(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "demo"],
+        capture_output=True,
+        text=True,
+        env=wizard_env(tmp_path),
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "✔ Transactional email set up" in proc.stdout
+    assert "What the agent changed:" in proc.stdout and "posthog_email.py" in proc.stdout
+    assert "Log file:" in proc.stdout

@@ -1,0 +1,164 @@
+"""`wizard run` against a configured gateway (a standalone scripted gateway process)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
+
+pytestmark = pytest.mark.live
+
+READ_SKILL = {
+    "blocks": [
+        {
+            "tool_call": {
+                "name": "read",
+                "arguments": {"path": ".claude/skills/revenue-analytics/SKILL.md"},
+            }
+        }
+    ]
+}
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("print('hello')\n")
+    return project
+
+
+def test_run_ends_on_the_matched_abort_case(tmp_path: Path, gateway_process: Any) -> None:
+    url, log = gateway_process(
+        {
+            "responses": [
+                READ_SKILL,
+                {
+                    "blocks": [
+                        {
+                            "text": "No Stripe calls anywhere.\n"
+                            "[ABORT] could not find a stripe integration"
+                        }
+                    ]
+                },
+            ]
+        }
+    )
+    project = _project(tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wizard",
+            "run",
+            "revenue-analytics",
+            "--project",
+            str(project),
+            "--ci",
+            "--model",
+            "m-1",
+        ],
+        capture_output=True,
+        text=True,
+        env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+        timeout=240,
+    )
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    outcome = ci_lines(proc.stdout)[-1]
+    assert outcome["outro"]["message"] == "Could not find a Stripe integration"
+    assert outcome["outro"]["docs_url"] == "https://posthog.com/docs/revenue-analytics"
+    requests = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["model"] for r in requests] == ["m-1", "m-1"]
+    assert (project / "app.py").read_text() == "print('hello')\n"
+    assert pi_processes_in(project) == []
+
+
+def test_openai_compatible_gateway(tmp_path: Path, gateway_process: Any) -> None:
+    url, log = gateway_process(
+        {
+            "responses": [
+                READ_SKILL,
+                {"blocks": [{"text": "[ABORT] could not find a posthog distinct_id"}]},
+            ]
+        }
+    )
+    project = _project(tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "wizard",
+            "run",
+            "revenue-analytics",
+            "--project",
+            str(project),
+            "--ci",
+            "--gateway-url",
+            url,
+            "--gateway-api",
+            "openai-completions",
+        ],
+        capture_output=True,
+        text=True,
+        env=wizard_env(tmp_path),
+        timeout=240,
+    )
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert ci_lines(proc.stdout)[-1]["outro"]["message"] == "Could not find a PostHog distinct_id"
+    assert {json.loads(line)["endpoint"] for line in log.read_text().splitlines()} == {"openai"}
+
+
+def test_ctrl_c_ends_the_run_cleanly(tmp_path: Path, gateway_process: Any) -> None:
+    slow = {"blocks": [{"text": "thinking out loud " * 2000}], "chunk_chars": 8, "delay_ms": 50}
+    url, log = gateway_process({"responses": [slow]})
+    project = _project(tmp_path)
+    outcome_file = tmp_path / "outcome.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "wizard",
+            "run",
+            "transactional-email",
+            "--project",
+            str(project),
+            "--ci",
+            "--outcome-json",
+            str(outcome_file),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (log.exists() and log.read_text()) and not pi_processes_in(project):
+            assert time.monotonic() < deadline, "the run never reached the gateway"
+            time.sleep(0.1)
+        while not log.exists() or not _streaming(tmp_path):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert json.loads(outcome_file.read_text())["status"] == "cancelled"
+    assert ci_lines(stdout)[-1]["status"] == "cancelled"
+    assert pi_processes_in(project) == []
+
+
+def _streaming(tmp_path: Path) -> bool:
+    """Whether the wizard's log shows the run under way (the spinner started)."""
+    logs = list((tmp_path / "logs").glob("*.log"))
+    return bool(logs) and "spinner_started" in logs[0].read_text()

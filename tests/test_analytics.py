@@ -1,0 +1,86 @@
+"""Analytics through the real PostHog SDK, delivered to a local capture endpoint."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from wizard.analytics import Analytics, analytics_from_env, event_name
+from wizard.events import AnalyticsEvent, LogLine
+
+
+@pytest.fixture
+def capture() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    received: list[dict[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            payload = json.loads(body)
+            batch = payload.get("batch", [payload]) if isinstance(payload, dict) else payload
+            received.extend(batch)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"status": 1}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", received
+    server.shutdown()
+    server.server_close()
+
+
+def test_events_arrive_with_their_properties(capture: tuple[str, list[dict[str, Any]]]) -> None:
+    host, received = capture
+    analytics = Analytics("phc_test", host, {"program": "transactional-email"}, distinct_id="run-1")
+    analytics(
+        AnalyticsEvent(
+            "agent aborted", {"reason": "the api is not enabled", "source": "gateway_policy"}
+        )
+    )
+    analytics(AnalyticsEvent("wizard remark", {"remark": "more docs"}))
+    analytics(LogLine("not analytics"))
+    analytics.shutdown()
+    names = [event["event"] for event in received]
+    assert names == ["wizard: agent aborted", "wizard remark"]
+    first = received[0]
+    assert first["distinct_id"] == "run-1"
+    assert first["properties"]["reason"] == "the api is not enabled"
+    assert first["properties"]["source"] == "gateway_policy"
+    assert first["properties"]["program"] == "transactional-email"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"WIZARD_POSTHOG_KEY": "k", "DO_NOT_TRACK": "1"},
+        {"WIZARD_POSTHOG_KEY": "k", "WIZARD_TELEMETRY": "0"},
+    ],
+)
+def test_analytics_is_off_without_a_key_or_when_refused(env: dict[str, str]) -> None:
+    assert analytics_from_env(env, {}) is None
+
+
+def test_analytics_is_on_with_a_key(capture: tuple[str, list[dict[str, Any]]]) -> None:
+    host, _ = capture
+    analytics = analytics_from_env({"WIZARD_POSTHOG_KEY": "k", "WIZARD_POSTHOG_HOST": host}, {})
+    assert analytics is not None
+    analytics.shutdown()
+
+
+def test_event_names() -> None:
+    assert event_name("agent completed") == "wizard: agent completed"
+    assert event_name("wizard remark") == "wizard remark"
