@@ -98,10 +98,16 @@ def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
         command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert process.stdout is not None
-    output = []
-    for line in process.stdout:
-        output.append(line.rstrip())
-        progress(line.rstrip())
+    output, fetched = [], 0
+    for raw in process.stdout:
+        line = raw.rstrip()
+        output.append(line)
+        if line.startswith("npm http fetch"):
+            fetched += 1
+            if fetched % 25 == 0:
+                progress(f"downloaded {fetched} packages ...")
+        elif line:
+            progress(line)
     if process.wait() != 0:
         tail = "\n".join(output[-30:])
         raise EngineInstallError(
