@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,8 @@ from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.pi.session import PiLaunch, PiSession, _descendants
 from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
+from wizard.tools.base import HostTool
+from wizard.tools.fence import Fence
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -57,6 +59,7 @@ async def run_live(
     *,
     api: GatewayApi = "anthropic-messages",
     prompt: str = "Set up the program.",
+    tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: (),
 ) -> LiveRun:
     """Run the pi harness on the real engine against `scenario`."""
     recorder = EventRecorder()
@@ -81,6 +84,7 @@ async def run_live(
             model="scripted-1",
             gateway=GatewaySettings(url=gateway.url, api=api, retries=0),
             sink=recorder,
+            tools=tools,
         )
         result = await PiHarness(session_factory=factory).run(inputs)
         assert await gateway.settled()

@@ -19,6 +19,15 @@ class ToolResult:
     is_error: bool = False
 
 
+@dataclass(frozen=True)
+class Decision:
+    """The fence's answer for one tool call; a critical refusal ends the run."""
+
+    allow: bool
+    reason: str = ""
+    critical: bool = False
+
+
 ToolHandler = Callable[[Mapping[str, Any]], Awaitable[ToolResult]]
 
 

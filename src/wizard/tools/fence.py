@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from wizard.tools.base import Decision
+from wizard.tools.commands import CommandContext, check_command, hostile_reason
 
 MAX_TOOL_CALLS = 250
 
@@ -29,15 +31,6 @@ CHILD_ENV_ALLOW_PREFIXES = ("LC_",)
 
 _PATH_TOOLS = {"read": "path", "write": "path", "edit": "path", "ls": "path", "grep": "path"}
 _ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The fence's answer for one tool call."""
-
-    allow: bool
-    reason: str = ""
-    critical: bool = False
 
 
 ALLOW = Decision(allow=True)
@@ -76,8 +69,11 @@ class Fence:
 
     def resolve(self, raw: str) -> Path | None:
         """`raw` resolved against the project with symlinks followed, or None if outside."""
-        candidate = Path(raw.removeprefix("@")).expanduser()
-        resolved = (self.project_dir / candidate).resolve()
+        try:
+            candidate = Path(raw.removeprefix("@")).expanduser()
+            resolved = (self.project_dir / candidate).resolve()
+        except (OSError, ValueError, RuntimeError):  # unresolvable: fail closed
+            return None
         return resolved if resolved.is_relative_to(self.project_dir) else None
 
     def check(self, tool: str, args: Mapping[str, Any]) -> Decision:
@@ -89,25 +85,40 @@ class Fence:
             return self._latch(f"Stopped: exceeded {self.max_calls} tool calls (runaway guard).")
         if tool in self.disallowed_tools:
             return Decision(False, f"The tool {tool} is not allowed in this program.")
-        if tool in _PATH_TOOLS:
-            return self._check_path(tool, args.get(_PATH_TOOLS[tool]))
-        return ALLOW
+        if tool == "bash":
+            decision = self._check_bash(args.get("command"))
+        elif tool in _PATH_TOOLS:
+            decision = self._check_path_tool(tool, args.get(_PATH_TOOLS[tool]))
+        else:
+            decision = ALLOW
+        return self._latch(decision.reason) if decision.critical else decision
 
-    def _check_path(self, tool: str, raw: Any) -> Decision:
+    def _check_bash(self, command: Any) -> Decision:
+        if not isinstance(command, str) or not command.strip():
+            return Decision(False, "bash needs a command.")
+        return check_command(command, CommandContext(self.path_error, self.project_dir))
+
+    def _check_path_tool(self, tool: str, raw: Any) -> Decision:
         if raw is None and tool in ("ls", "grep"):
             return ALLOW
         if not isinstance(raw, str) or not raw:
             return Decision(False, f"{tool} needs a path inside the project.")
+        if (hostile := hostile_reason(raw)) is not None:
+            return Decision(False, hostile, critical=True)
+        error = self.path_error(raw)
+        return Decision(False, error) if error else ALLOW
+
+    def path_error(self, raw: str) -> str | None:
+        """Why the path `raw` may not be touched, or None when it may."""
         resolved = self.resolve(raw)
         if resolved is None:
-            return Decision(False, f"{raw} is outside the project directory {self.project_dir}.")
+            return f"{raw} is outside the project directory {self.project_dir}."
         if is_env_file(resolved):
-            return Decision(
-                False,
+            return (
                 f"{raw} is an environment file. Use check_env_keys to see which keys exist "
-                "and set_env_values to set them; values are never shown.",
+                "and set_env_values to set them; values are never shown."
             )
-        return ALLOW
+        return None
 
     def _latch(self, reason: str) -> Decision:
         self.violation = reason

@@ -20,12 +20,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from wizard.tools.base import HostTool, ToolResult
-from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES, Decision, Fence
+from wizard.tools.base import Decision, HostTool, ToolResult
+from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES, Fence
 
 log = logging.getLogger(__name__)
 
 EXTENSION = Path(__file__).with_name("host_bridge.js")
+CRITICAL_HOLD_SECONDS = 5.0
 
 
 class HostBridge:
@@ -81,6 +82,12 @@ class HostBridge:
         try:
             request = json.loads(await reader.readline())
             answer = await self.handle(request)
+            if answer.get("critical"):
+                # The harness is aborting the run now. Hold the refusal until pi drops this
+                # call (its abort signal closes the socket), so pi does not move on to
+                # another model request in between.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reader.read(), CRITICAL_HOLD_SECONDS)
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
         except (ConnectionError, json.JSONDecodeError, asyncio.IncompleteReadError) as exc:
@@ -98,7 +105,11 @@ class HostBridge:
             decision = self.fence.check(name, args)
             if self._on_decision is not None:
                 self._on_decision(name, decision)
-            return {"allow": decision.allow, "reason": decision.reason}
+            return {
+                "allow": decision.allow,
+                "reason": decision.reason,
+                "critical": decision.critical,
+            }
         tool = self.tools.get(name)
         if tool is None:
             return {"text": f"Error: unknown host tool {name}", "isError": True}

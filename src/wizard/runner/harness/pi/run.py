@@ -29,8 +29,8 @@ from wizard.runner.harness.pi.prompts import (
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
 from wizard.runner.harness.types import AgentSession, PromptResult, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
-from wizard.tools.base import HostTool
-from wizard.tools.fence import Decision, Fence
+from wizard.tools.base import Decision, HostTool
+from wizard.tools.fence import Fence
 from wizard.tools.tasks import TaskStore, task_tools
 
 log = logging.getLogger(__name__)

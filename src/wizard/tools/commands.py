@@ -1,0 +1,209 @@
+"""The fence's policy for shell commands: an allowlist of what a setup needs.
+
+A command is split into simple commands on `&&`, `||` and `|`; each must start with an
+allowed program (package managers, build and test runners, `git status`/`git diff`/`git log`,
+read-only inspection, and small file chores inside the project). Command substitution,
+variable expansion, `;`, background jobs and redirects other than `2>&1` and `>/dev/null`
+are refused, so the words the fence checks are the words the shell runs. Every argument that
+names a path must stay inside the project and must not be an environment file.
+
+Refusals come in two strengths. Most are plain denials the model can recover from. Clearly
+hostile commands (dumping the environment, reading SSH keys or credentials, piping a
+download into a shell, sudo, editing shell profiles, deleting outside the project) are
+critical: the fence latches and the run ends.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.tools.base import Decision
+
+PACKAGE_MANAGERS = {"npm", "pnpm", "yarn", "bun", "pip", "pip3", "uv", "poetry", "pipenv"}
+PM_SUBCOMMANDS = {
+    "install", "i", "ci", "add", "remove", "uninstall", "update", "upgrade", "view", "list",
+    "ls", "show", "sync", "lock", "run", "test", "build", "freeze", "outdated", "why", "info",
+}  # fmt: skip
+RUNNERS = {
+    "pytest", "tsc", "eslint", "prettier", "ruff", "mypy", "jest", "vitest", "make", "go",
+    "cargo", "node", "python", "python3", "npx", "tox", "nox", "gradle", "mvn", "bundle",
+}  # fmt: skip
+INSPECTION = {
+    "ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "pwd", "echo", "which", "file",
+    "stat", "tree", "sort", "uniq", "diff", "true", "test", "basename", "dirname", "cut",
+}  # fmt: skip
+FILE_CHORES = {"mkdir", "touch", "rm", "cp", "mv"}
+GIT_READ = {"status", "diff", "log", "show", "branch", "rev-parse", "remote", "ls-files"}
+
+HOSTILE: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"(^|[\s/;&|])(env|printenv|export\s+-p|declare\s+-x|compgen\s+-v)(\s|$)"),
+     "dumping the environment"),
+    (re.compile(r"/proc/[^\s/]+/environ"), "reading a process environment"),
+    (re.compile(r"(^|\s)(sudo|su|doas)(\s|$)"), "running as another user"),
+    (re.compile(r"(curl|wget)\b[^|]*\|\s*(ba|z|da|k)?sh\b"), "piping a download into a shell"),
+    (re.compile(r"(ba|z|da|k)?sh\s+<\(\s*(curl|wget)"), "running a downloaded script"),
+    (re.compile(r"(~|\$HOME|/root|/home/[^/\s]+)/\.ssh\b|\bid_(rsa|ed25519|ecdsa)\b"),
+     "reading SSH keys"),
+    (re.compile(r"\.aws/credentials|\.netrc\b|\.docker/config\.json|\.npmrc\b|\.pypirc\b"),
+     "reading credentials"),
+    (re.compile(r"\.(bashrc|bash_profile|zshrc|zprofile|profile|bash_login)\b"),
+     "touching a shell profile"),
+]  # fmt: skip
+_FORBIDDEN_SYNTAX = [
+    ("$", "variable or command expansion"),
+    ("`", "command substitution"),
+    (";", "';' (use && between commands)"),
+    ("<(", "process substitution"),
+    (">(", "process substitution"),
+    ("\n", "multi-line commands"),
+]
+_SPLIT = re.compile(r"\s*(?:&&|\|\||\|)\s*")
+_ALLOWED_REDIRECTS = re.compile(r"\s(2>&1|>\s*/dev/null|2>\s*/dev/null)(?=\s|$)")
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """What the policy needs from the fence: how to vet a path argument."""
+
+    check_path: Callable[[str], str | None]  # an error for a forbidden path, else None
+    project_dir: Path
+
+
+def hostile_reason(text: str) -> str | None:
+    """Why `text` (a command or a path) is plainly hostile, or None."""
+    for pattern, what in HOSTILE:
+        if pattern.search(text):
+            return f"Blocked: {what} is never allowed."
+    return None
+
+
+def check_command(command: str, ctx: CommandContext) -> Decision:
+    """Whether `command` may run in the project."""
+    if (hostile := hostile_reason(command)) is not None:
+        return Decision(False, hostile, critical=True)
+    stripped = _ALLOWED_REDIRECTS.sub(" ", f" {command} ").strip()
+    for token, what in _FORBIDDEN_SYNTAX:
+        if token in stripped:
+            return Decision(False, f"Blocked: {what} is not allowed in bash here.")
+    if re.search(r"(^|[^&|])&($|[^&])", stripped) or re.search(r"[<>]", stripped):
+        return Decision(False, "Blocked: redirects and background jobs are not allowed in bash.")
+    for part in _SPLIT.split(stripped):
+        decision = _check_simple(part, ctx)
+        if not decision.allow:
+            return decision
+    return Decision(True)
+
+
+def _check_simple(part: str, ctx: CommandContext) -> Decision:
+    try:
+        words = shlex.split(part)
+    except ValueError as exc:
+        return Decision(False, f"Blocked: cannot parse the command ({exc}).")
+    if not words:
+        return Decision(False, "Blocked: empty command.")
+    program, args = Path(words[0]).name, words[1:]
+    if program not in PACKAGE_MANAGERS | RUNNERS | INSPECTION | FILE_CHORES | {"git"}:
+        return Decision(
+            False,
+            f"Blocked: '{program}' is not on the wizard's list of setup commands. Use the "
+            "read, write and edit tools for files; bash runs package managers, builds, tests, "
+            "git status/diff and read-only inspection.",
+        )
+    rule = _RULES.get(program)
+    if rule is not None and (reason := rule(args)):
+        return Decision(False, f"Blocked: {reason}")
+    if program == "rm" and any(_outside(arg, ctx) for arg in args if not arg.startswith("-")):
+        return Decision(False, "Blocked: deleting outside the project.", critical=True)
+    for arg in args:
+        if reason := _path_problem(arg, ctx):
+            return Decision(False, f"Blocked: {reason}")
+    return Decision(True)
+
+
+def _outside(arg: str, ctx: CommandContext) -> bool:
+    error = ctx.check_path(arg)
+    return error is not None and "outside" in error
+
+
+def _path_problem(arg: str, ctx: CommandContext) -> str | None:
+    if arg.startswith("-") and "=" not in arg:
+        return None
+    value = arg.split("=", 1)[1] if arg.startswith("-") else arg
+    if "{" in value or re.search(r"(^|/)\.[^/]*[*?\[]", value):
+        return f"'{arg}': brace expansion and globs over hidden files are not allowed."
+    looks_like_path = (
+        "/" in value or value.startswith((".", "~")) or (ctx.project_dir / value).exists()
+    )
+    if not looks_like_path:
+        return None
+    return ctx.check_path(value)
+
+
+def _git(args: list[str]) -> str | None:
+    sub = next((a for a in args if not a.startswith("-")), None)
+    if sub not in GIT_READ:
+        return f"git {sub or ''} is not allowed; only git {', '.join(sorted(GIT_READ))}.".strip()
+    return None
+
+
+def _grep(args: list[str]) -> str | None:
+    if any(
+        a in ("-r", "-R", "--recursive", "-d", "--directories")
+        or (a.startswith("-") and not a.startswith("--") and set("rR") & set(a))
+        for a in args
+    ):
+        return "recursive grep would read .env files; use rg (it skips hidden files) or name files."
+    return None
+
+
+def _rg(args: list[str]) -> str | None:
+    if any(a in ("--hidden", "-.", "--no-ignore", "-u", "-uu", "-uuu") for a in args):
+        return "rg may not search hidden or ignored files."
+    return None
+
+
+def _find(args: list[str]) -> str | None:
+    if any(
+        a in ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprintf") for a in args
+    ):
+        return "find may only list files."
+    return None
+
+
+def _package_manager(args: list[str]) -> str | None:
+    sub = next((a for a in args if not a.startswith("-")), None)
+    if sub is not None and sub not in PM_SUBCOMMANDS:
+        return f"this package-manager command ('{sub}') is not a setup step."
+    return None
+
+
+def _interpreter(args: list[str]) -> str | None:
+    if any(a in ("-c", "-e", "--eval", "-p", "--print") for a in args):
+        return "inline code is not allowed; write a file and run it, or use the tools."
+    return None
+
+
+def _cp_mv(args: list[str]) -> str | None:
+    return (
+        None
+        if len([a for a in args if not a.startswith("-")]) >= 2
+        else "cp/mv need a source and a target."
+    )
+
+
+_RULES: dict[str, Callable[[list[str]], str | None]] = {
+    "git": _git,
+    "grep": _grep,
+    "rg": _rg,
+    "find": _find,
+    "node": _interpreter,
+    "python": _interpreter,
+    "python3": _interpreter,
+    "cp": _cp_mv,
+    "mv": _cp_mv,
+    **{pm: _package_manager for pm in PACKAGE_MANAGERS},
+}

@@ -1,0 +1,11 @@
+"""Suite-wide setup."""
+
+from __future__ import annotations
+
+import os
+
+from wizard.runner.harness.pi.engine import engines_dir
+
+# Pin the engine directory before any test moves HOME, so the pi installed by
+# `wizard engines install pi` is the one every test uses (no reinstall per fake HOME).
+os.environ.setdefault("WIZARD_ENGINES_DIR", str(engines_dir()))
