@@ -11,18 +11,18 @@ from typing import Any
 from wizard.signals import Marker
 from wizard.tools.base import HostTool, ToolResult, schema
 
-# (lock file, manager, install command), most specific first.
+# (ecosystem, file, manager, install command), most specific first in each ecosystem.
 _LOCKS = (
-    ("pnpm-lock.yaml", "pnpm", "pnpm install"),
-    ("yarn.lock", "yarn", "yarn install"),
-    ("bun.lockb", "bun", "bun install"),
-    ("package-lock.json", "npm", "npm install"),
-    ("uv.lock", "uv", "uv sync"),
-    ("poetry.lock", "poetry", "poetry install"),
-    ("Pipfile.lock", "pipenv", "pipenv install"),
-    ("requirements.txt", "pip", "pip install -r requirements.txt"),
-    ("package.json", "npm", "npm install"),
-    ("pyproject.toml", "pip", "pip install -e ."),
+    ("js", "pnpm-lock.yaml", "pnpm", "pnpm install"),
+    ("js", "yarn.lock", "yarn", "yarn install"),
+    ("js", "bun.lockb", "bun", "bun install"),
+    ("js", "package-lock.json", "npm", "npm install"),
+    ("js", "package.json", "npm", "npm install"),
+    ("python", "uv.lock", "uv", "uv sync"),
+    ("python", "poetry.lock", "poetry", "poetry install"),
+    ("python", "Pipfile.lock", "pipenv", "pipenv install"),
+    ("python", "requirements.txt", "pip", "pip install -r requirements.txt"),
+    ("python", "pyproject.toml", "pip", "pip install -e ."),
 )
 
 AskFunction = Callable[[list[str]], Awaitable[list[str] | None]]
@@ -36,11 +36,11 @@ NO_ONE_TO_ASK = (
 
 def detect_package_managers(project_dir: Path) -> list[dict[str, str]]:
     """The package managers the project's files point to."""
-    found, seen = [], set()
-    for lock, manager, install in _LOCKS:
-        if (project_dir / lock).is_file() and manager not in seen:
-            seen.add(manager)
-            found.append({"name": manager, "evidence": lock, "install": install})
+    found, ecosystems = [], set()
+    for ecosystem, evidence, manager, install in _LOCKS:
+        if ecosystem not in ecosystems and (project_dir / evidence).is_file():
+            ecosystems.add(ecosystem)
+            found.append({"name": manager, "evidence": evidence, "install": install})
     return found
 
 

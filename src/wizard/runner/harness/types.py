@@ -19,7 +19,6 @@ from wizard.tools.base import HostTool
 from wizard.tools.fence import Fence
 
 GatewayApi = Literal["anthropic-messages", "openai-completions"]
-_ENGINE_KEY_VAR = "WIZARD_ENGINE_GATEWAY_KEY"
 
 
 @dataclass(frozen=True)
@@ -31,16 +30,6 @@ class GatewaySettings:
     key: str | None = field(default=None, repr=False)
     refusal_marker: str = DEFAULT_GATEWAY_MARKER
     retries: int = 2
-
-    @property
-    def engine_key(self) -> str:
-        """What the engine's config names as its key: a variable name, never the secret."""
-        return _ENGINE_KEY_VAR if self.key else "wizard-no-key"
-
-    @property
-    def engine_env(self) -> dict[str, str]:
-        """The engine process's own variables that carry the key (never passed to children)."""
-        return {_ENGINE_KEY_VAR: self.key} if self.key else {}
 
 
 @dataclass(frozen=True)

@@ -91,9 +91,11 @@ class ScriptedGateway:
         port: int = 0,
         refusal_marker: str = DEFAULT_GATEWAY_MARKER,
         on_record: Callable[[RequestRecord], None] | None = None,
+        required_key: str | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.refusal_marker = refusal_marker
+        self.required_key = required_key
         self.requests: list[RequestRecord] = []
         self._port = port
         self._cursors = [0] * len(self.scenario.conversations)
@@ -215,6 +217,11 @@ class ScriptedGateway:
         endpoint = _ROUTES.get(path)
         if method != "POST" or endpoint is None:
             await self._send_json(writer, 404, {"error": f"no route {method} {path}"})
+            return headers.get("connection", "").lower() != "close"
+        if self.required_key is not None and not any(
+            self.required_key in headers.get(name, "") for name in ("x-api-key", "authorization")
+        ):
+            await self._send_json(writer, 401, {"error": {"message": "invalid api key"}})
             return headers.get("connection", "").lower() != "close"
         body = json.loads(raw or b"{}")
         keep = await self._answer(reader, writer, endpoint, body)

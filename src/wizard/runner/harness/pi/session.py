@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import EngineError
+from wizard.runner.harness.key_proxy import KeyProxy
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
 from wizard.runner.harness.types import GatewaySettings, PromptResult, SessionStats
@@ -54,12 +55,12 @@ class PiLaunch:
     startup_timeout: float = 60.0
 
 
-def _models_json(gateway: GatewaySettings, model: str) -> dict[str, Any]:
-    base = gateway.url.rstrip("/")
+def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> dict[str, Any]:
+    base = url.rstrip("/")
     provider: dict[str, Any] = {
         "baseUrl": base if gateway.api == "anthropic-messages" else base + "/v1",
         "api": gateway.api,
-        "apiKey": gateway.engine_key,
+        "apiKey": key,
         "models": [{"id": model, "contextWindow": 200_000, "maxTokens": 16_384}],
     }
     if gateway.api == "openai-completions":
@@ -106,6 +107,8 @@ class PiSession:
         self._stderr = bytearray()
         self._tasks: list[asyncio.Task[None]] = []
         self._eof = asyncio.Event()
+        self._exits = contextlib.AsyncExitStack()
+        self._proxy: KeyProxy | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -113,15 +116,21 @@ class PiSession:
         """Spawn pi and wait until it answers; an `EngineError` with its stderr otherwise."""
         launch = self.launch
         engine = await asyncio.to_thread(self._engine)
+        url, key = launch.gateway.url, "wizard-no-key"
+        if launch.gateway.key:
+            # pi gets a loopback proxy and a per-run token; the real key stays in wizard.
+            self._proxy = await self._exits.enter_async_context(
+                KeyProxy(launch.gateway.url, launch.gateway.key)
+            )
+            url, key = self._proxy.url, self._proxy.token
         self._agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
-        models = _models_json(launch.gateway, launch.model)
+        models = _models_json(launch.gateway, launch.model, url, key)
         (self._agent_dir / "models.json").write_text(json.dumps(models))
         settings = {"retry": {"enabled": False, "provider": {"maxRetries": launch.gateway.retries}}}
         (self._agent_dir / "settings.json").write_text(json.dumps(settings))
         env = {
             **child_env(),
             **launch.bridge.environment(),
-            **launch.gateway.engine_env,
             "PI_CODING_AGENT_DIR": str(self._agent_dir),
             "PI_OFFLINE": "1",
             "JITI_FS_CACHE": "false",
@@ -177,6 +186,7 @@ class PiSession:
         if self._agent_dir is not None:
             shutil.rmtree(self._agent_dir, ignore_errors=True)
             self._agent_dir = None
+        await self._exits.aclose()
 
     async def _stop_process(self, process: asyncio.subprocess.Process) -> None:
         if process.stdin is not None:

@@ -1,0 +1,72 @@
+"""The gateway key never reaches pi: pi talks to a loopback proxy with a per-run token."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from wizard.events import EventRecorder
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.session import PiLaunch, PiSession
+from wizard.runner.harness.types import GatewaySettings, RunInputs
+from wizard.testing.gateway import ScriptedGateway
+
+pytestmark = pytest.mark.live
+
+KEY = "real-gateway-key-kept-in-wizard"
+
+
+@pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions"])
+async def test_the_key_is_added_by_the_proxy_and_absent_from_pi(tmp_path: Path, api: str) -> None:
+    seen: list[bytes] = []
+
+    def factory(launch: PiLaunch) -> PiSession:
+        session = PiSession(launch)
+        start = session.start
+
+        async def spy() -> None:
+            await start()
+            assert session.pid is not None
+            seen.append(Path(f"/proc/{session.pid}/environ").read_bytes())
+            agent_dir = session._agent_dir
+            assert agent_dir is not None
+            seen.extend(p.read_bytes() for p in agent_dir.rglob("*") if p.is_file())
+
+        session.start = spy  # type: ignore[method-assign]
+        return session
+
+    scenario = {"responses": [
+        {"blocks": [{"tool_call": {"name": "write", "arguments": {"path": "a", "content": "x"}}}]},
+        {"blocks": [{"text": "done"}]},
+        {"blocks": [{"text": "[WIZARD-REMARK] ok"}]},
+    ]}  # fmt: skip
+    async with ScriptedGateway(scenario, required_key=KEY) as gateway:
+        inputs = RunInputs(
+            project_dir=tmp_path,
+            prompt="go",
+            model="m",
+            gateway=GatewaySettings(gateway.url, api, KEY, retries=0),  # type: ignore[arg-type]
+            sink=EventRecorder(),
+        )
+        result = await PiHarness(session_factory=factory).run(inputs)
+    assert result.ok, result
+    gateway.assert_complete()
+    assert seen and all(KEY.encode() not in blob for blob in seen)
+    assert os.environ.get("WIZARD_ENGINE_GATEWAY_KEY") is None
+
+
+async def test_a_wrong_key_is_an_api_error(tmp_path: Path) -> None:
+    async with ScriptedGateway(
+        {"responses": [{"blocks": [{"text": "x"}]}]}, required_key=KEY
+    ) as gateway:
+        inputs = RunInputs(
+            project_dir=tmp_path,
+            prompt="go",
+            model="m",
+            gateway=GatewaySettings(url=gateway.url, key="wrong", retries=0),
+            sink=EventRecorder(),
+        )
+        result = await PiHarness().run(inputs)
+    assert result.error is not None and "401" in (result.message or "")
