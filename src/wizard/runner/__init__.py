@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.errors import EngineError, UsageError
-from wizard.events import EventSink, LogLine
+from wizard.events import AnalyticsEvent, EventSink, LogLine
 from wizard.outcome import Outcome, Outro
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import Harness
 from wizard.runner.sequence.linear import RunContext, run_linear
-from wizard.runner.switchboard import resolve_binding
+from wizard.runner.switchboard import Binding, resolve_binding
 from wizard.skills.sources import SkillSource
 from wizard.tools.project import AskFunction
 
@@ -48,6 +48,17 @@ def make_harness(name: str) -> Harness:
     raise UsageError(f"The harness '{name}' is not available.")
 
 
+def _resolved(program: ProgramConfig, binding: Binding) -> AnalyticsEvent:
+    properties = {
+        "program": program.id,
+        "harness": binding.harness,
+        "sequence": binding.sequence,
+        "model": binding.model,
+        **{f"{key}_source": value for key, value in binding.sources.items()},
+    }
+    return AnalyticsEvent("switchboard resolved", properties)
+
+
 async def run_program(request: RunRequest, harness: Harness | None = None) -> Outcome:
     """Run one program and say how it ended."""
     program = request.program
@@ -58,6 +69,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
         )
     binding = resolve_binding(program, request.binding, request.environ)
     gateway = resolve_gateway(request.gateway, request.environ)
+    request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
     context = RunContext(
         program=program,

@@ -118,31 +118,15 @@ def route_result(ctx: RunContext, result: AgentResult) -> Outcome:
     """Turn a harness result into the run's outcome, with its outro."""
     program = ctx.program
     if result.error is AgentErrorType.ABORT:
-        reason = (result.message or "").strip()
-        outro, case = abort_outro(program, reason)
-        properties: dict[str, object] = {
-            "integration": program.id,
-            "reason": reason,
-            "matched": case.message if case else None,
-        }
-        if result.abort_source == "gateway_policy":
-            properties["source"] = "gateway_policy"
-        ctx.sink(AnalyticsEvent("agent aborted", properties))
-        return ctx.outcome(
-            "aborted", outro, reason=reason, error_type=result.error, source=result.abort_source
-        )
+        return _aborted(ctx, result)
     if result.error is not None:
         if result.error in (AgentErrorType.API_ERROR, AgentErrorType.RATE_LIMIT):
-            ctx.sink(
-                AnalyticsEvent(
-                    "agent api error",
-                    {
-                        "integration": program.id,
-                        "error_type": result.error.value,
-                        "error_message": result.message,
-                    },
-                )
-            )
+            properties = {
+                "integration": program.id,
+                "error_type": result.error.value,
+                "error_message": result.message,
+            }
+            ctx.sink(AnalyticsEvent("agent api error", properties))
         outro = error_outro(program, result)
         return ctx.outcome("failed", outro, reason=result.message, error_type=result.error)
     if program.post_run is not None:
@@ -150,8 +134,24 @@ def route_result(ctx: RunContext, result: AgentResult) -> Outcome:
             program.post_run(ctx.project_dir)
         except Exception as exc:  # the user must hear the setup is not finished
             ctx.sink(LogLine(f"post-run step failed: {exc}", "error"))
-            outro = Outro(
-                "error", f"{program.label}: the final step failed", str(exc), program.docs_url
-            )
+            message = f"{program.label}: the final step failed"
+            outro = Outro("error", message, str(exc), program.docs_url)
             return ctx.outcome("failed", outro, reason=str(exc))
     return ctx.outcome("succeeded", success_outro(program, result, ctx.project_dir))
+
+
+def _aborted(ctx: RunContext, result: AgentResult) -> Outcome:
+    """The matched abort case's screen, or the generic one; `agent aborted` either way."""
+    reason = (result.message or "").strip()
+    outro, case = abort_outro(ctx.program, reason)
+    properties: dict[str, object] = {
+        "integration": ctx.program.id,
+        "reason": reason,
+        "matched": case.message if case else None,
+    }
+    if result.abort_source == "gateway_policy":
+        properties["source"] = "gateway_policy"
+    ctx.sink(AnalyticsEvent("agent aborted", properties))
+    return ctx.outcome(
+        "aborted", outro, reason=reason, error_type=result.error, source=result.abort_source
+    )

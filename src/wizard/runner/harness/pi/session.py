@@ -108,44 +108,24 @@ class PiSession:
         self._tasks: list[asyncio.Task[None]] = []
         self._eof = asyncio.Event()
         self._exits = contextlib.AsyncExitStack()
-        self._proxy: KeyProxy | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Spawn pi and wait until it answers; an `EngineError` with its stderr otherwise."""
-        launch = self.launch
         engine = await asyncio.to_thread(self._engine)
-        url, key = launch.gateway.url, "wizard-no-key"
-        if launch.gateway.key:
-            # pi gets a loopback proxy and a per-run token; the real key stays in wizard.
-            self._proxy = await self._exits.enter_async_context(
-                KeyProxy(launch.gateway.url, launch.gateway.key)
-            )
-            url, key = self._proxy.url, self._proxy.token
-        self._agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
-        models = _models_json(launch.gateway, launch.model, url, key)
-        (self._agent_dir / "models.json").write_text(json.dumps(models))
-        settings = {"retry": {"enabled": False, "provider": {"maxRetries": launch.gateway.retries}}}
-        (self._agent_dir / "settings.json").write_text(json.dumps(settings))
+        agent_dir = await self._prepare_agent_dir()
         env = {
             **child_env(),
-            **launch.bridge.environment(),
-            "PI_CODING_AGENT_DIR": str(self._agent_dir),
+            **self.launch.bridge.environment(),
+            "PI_CODING_AGENT_DIR": str(agent_dir),
             "PI_OFFLINE": "1",
             "JITI_FS_CACHE": "false",
         }
-        argv = [
-            *engine.command(),
-            *("--mode", "rpc", "--no-session", "--offline", "--no-extensions", "--no-skills"),
-            *("--no-prompt-templates", "--no-context-files", "--no-themes"),
-            *("-e", str(launch.extension), "--provider", PROVIDER, "--model", launch.model),
-            *("--tools", ",".join(launch.tool_names)),
-            *("--append-system-prompt", launch.system_prompt),
-        ]
         self._process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=launch.project_dir,
+            *engine.command(),
+            *self._arguments(),
+            cwd=self.launch.project_dir,
             env=env,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -159,13 +139,40 @@ class PiSession:
             asyncio.create_task(self._read_stderr()),
         ]
         try:
-            await asyncio.wait_for(self._command({"type": "get_state"}), launch.startup_timeout)
+            await asyncio.wait_for(
+                self._command({"type": "get_state"}), self.launch.startup_timeout
+            )
         except (TimeoutError, EngineError) as exc:
             await self.close()
             raise EngineError(
                 f"pi did not start: {exc}\n{self.stderr_tail()}".strip(),
                 "Run `wizard engines status`; reinstall with `wizard engines install pi`.",
             ) from exc
+
+    async def _prepare_agent_dir(self) -> Path:
+        """pi's private config: the gateway (through the key proxy) and retry settings."""
+        gateway = self.launch.gateway
+        url, key = gateway.url, "wizard-no-key"
+        if gateway.key:
+            # pi gets a loopback proxy and a per-run token; the real key stays in wizard.
+            proxy = await self._exits.enter_async_context(KeyProxy(gateway.url, gateway.key))
+            url, key = proxy.url, proxy.token
+        self._agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
+        models = _models_json(gateway, self.launch.model, url, key)
+        (self._agent_dir / "models.json").write_text(json.dumps(models))
+        settings = {"retry": {"enabled": False, "provider": {"maxRetries": gateway.retries}}}
+        (self._agent_dir / "settings.json").write_text(json.dumps(settings))
+        return self._agent_dir
+
+    def _arguments(self) -> list[str]:
+        launch = self.launch
+        return [
+            *("--mode", "rpc", "--no-session", "--offline", "--no-extensions", "--no-skills"),
+            *("--no-prompt-templates", "--no-context-files", "--no-themes"),
+            *("-e", str(launch.extension), "--provider", PROVIDER, "--model", launch.model),
+            *("--tools", ",".join(launch.tool_names)),
+            *("--append-system-prompt", launch.system_prompt),
+        ]
 
     async def close(self) -> None:
         """Abort any run, stop pi, and leave no process behind."""

@@ -1,0 +1,69 @@
+"""Engine install errors name the fix: no Node, an old Node, npm failing."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from wizard.errors import EngineError, EngineInstallError
+from wizard.runner.harness.pi import engine
+
+
+def _fake_bin(directory: Path, name: str, script: str) -> None:
+    path = directory / name
+    path.write_text(f"#!/bin/sh\n{script}\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.fixture
+def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("WIZARD_ENGINES_DIR", str(tmp_path / "engines"))
+    return bin_dir
+
+
+def test_no_node(fake_path: Path) -> None:
+    with pytest.raises(EngineError) as raised:
+        engine.find_node()
+    assert "Install Node ≥ 20.6" in str(raised.value) and "--harness anthropic" in str(raised.value)
+
+
+def test_old_node(fake_path: Path) -> None:
+    _fake_bin(fake_path, "node", "echo v18.19.0")
+    with pytest.raises(EngineError, match=r"v18\.19\.0 is too old"):
+        engine.find_node()
+
+
+def test_new_enough_node(fake_path: Path) -> None:
+    _fake_bin(fake_path, "node", "echo v20.6.0")
+    assert engine.find_node() == fake_path / "node"
+
+
+def test_npm_failure_shows_its_output(fake_path: Path) -> None:
+    _fake_bin(fake_path, "node", "echo v22.1.0")
+    _fake_bin(
+        fake_path, "npm", "echo 'npm error code E404'; echo 'npm error 404 Not Found'; exit 1"
+    )
+    with pytest.raises(EngineInstallError) as raised:
+        engine.install_pi()
+    message = str(raised.value)
+    assert "npm ci failed (exit 1)" in message and "npm error 404 Not Found" in message
+    assert "wizard engines install pi" in message
+    assert engine.installed_pi() is None
+    assert not (Path(os.environ["WIZARD_ENGINES_DIR"]) / f"pi-{engine.PI_VERSION}").exists()
+
+
+def test_the_shipped_lockfile_pins_pi_exactly() -> None:
+    import json
+    from importlib import resources
+
+    lock = resources.files("wizard.runner.harness.pi") / "engine_lock"
+    manifest = json.loads((lock / "package.json").read_text())
+    assert manifest["dependencies"] == {engine.PI_PACKAGE: engine.PI_VERSION}
+    packages = json.loads((lock / "package-lock.json").read_text())["packages"]
+    assert packages[f"node_modules/{engine.PI_PACKAGE}"]["version"] == engine.PI_VERSION

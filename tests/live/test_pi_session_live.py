@@ -1,0 +1,107 @@
+"""The engine boundary on the real pi: fail-closed bridge, and teardown mid-tool."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.live.conftest import _descendants
+from wizard.events import EventRecorder, LogLine
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.session import PiLaunch, PiSession
+from wizard.runner.harness.types import GatewaySettings, RunInputs
+from wizard.testing.gateway import ScriptedGateway
+
+pytestmark = pytest.mark.live
+
+
+def _inputs(project: Path, url: str, recorder: EventRecorder) -> RunInputs:
+    gateway = GatewaySettings(url=url, retries=0)
+    return RunInputs(project_dir=project, prompt="go", model="m", gateway=gateway, sink=recorder)
+
+
+async def test_the_bridge_fails_closed_when_the_host_is_gone(tmp_path: Path) -> None:
+    def factory(launch: PiLaunch) -> PiSession:
+        session = PiSession(launch)
+        start = session.start
+
+        async def start_then_lose_the_host() -> None:
+            await start()
+            launch.bridge.socket_path.unlink()  # the host can no longer be reached
+
+        session.start = start_then_lose_the_host  # type: ignore[method-assign]
+        return session
+
+    scenario = {"responses": [
+        {"blocks": [{"tool_call": {"name": "write", "arguments": {"path": "x", "content": "1"}}}]},
+        {"blocks": [{"text": "ok"}]},
+        {"blocks": [{"text": "[WIZARD-REMARK] -"}]},
+    ]}  # fmt: skip
+    async with ScriptedGateway(scenario) as gateway:
+        await PiHarness(session_factory=factory).run(
+            _inputs(tmp_path, gateway.url, EventRecorder())
+        )
+        second_request = str(gateway.requests[1].body)
+    assert not (tmp_path / "x").exists()
+    assert "fail-closed" in second_request
+
+
+async def test_cancelling_a_run_mid_tool_leaves_no_process(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(300)\n")
+    scenario = {"responses": [
+        {"blocks": [{"tool_call": {"name": "bash", "arguments": {"command": "python3 slow.py"}}}]},
+    ]}  # fmt: skip
+    recorder = EventRecorder()
+    pids: list[int] = []
+
+    def factory(launch: PiLaunch) -> PiSession:
+        session = PiSession(launch)
+        start = session.start
+
+        async def remember() -> None:
+            await start()
+            assert session.pid is not None
+            pids.append(session.pid)
+
+        session.start = remember  # type: ignore[method-assign]
+        return session
+
+    async with ScriptedGateway(scenario) as gateway:
+        run = asyncio.create_task(
+            PiHarness(session_factory=factory).run(_inputs(tmp_path, gateway.url, recorder))
+        )
+        for _ in range(600):
+            started = any(isinstance(e, LogLine) and "→ bash" in e.message for e in recorder.events)
+            if started and pids and _slow_running(pids[0]):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the bash tool never started")
+        slow = [pid for pid in _descendants(pids[0]) if b"slow.py" in _cmdline(pid)]
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert slow, "expected the tool's python process"
+    for pid in [pids[0], *slow]:
+        assert not os.path.exists(f"/proc/{pid}") or _is_zombie(pid), f"{pid} survived"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _slow_running(root: int) -> bool:
+    return any(b"slow.py" in _cmdline(pid) for pid in _descendants(root))
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
