@@ -53,6 +53,29 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+def session_pid(session: PiSession) -> int:
+    """The pid of a started session."""
+    assert session.pid is not None
+    return session.pid
+
+
+def watched_sessions(on_start: Callable[[PiSession], object]) -> Callable[[PiLaunch], PiSession]:
+    """A session factory for real pi sessions that calls `on_start` once each has started."""
+
+    def factory(launch: PiLaunch) -> PiSession:
+        session = PiSession(launch)
+        start = session.start
+
+        async def start_and_watch() -> None:
+            await start()
+            on_start(session)
+
+        session.start = start_and_watch  # type: ignore[method-assign]
+        return session
+
+    return factory
+
+
 async def run_live(
     project: Path,
     scenario: dict[str, Any],
@@ -64,19 +87,7 @@ async def run_live(
     """Run the pi harness on the real engine against `scenario`."""
     recorder = EventRecorder()
     pids: list[int] = []
-
-    def factory(launch: PiLaunch) -> PiSession:
-        session = PiSession(launch)
-        original_start = session.start
-
-        async def start() -> None:
-            await original_start()
-            assert session.pid is not None
-            pids.append(session.pid)
-
-        session.start = start  # type: ignore[method-assign]
-        return session
-
+    factory = watched_sessions(lambda session: pids.append(session_pid(session)))
     async with ScriptedGateway(scenario) as gateway:
         inputs = RunInputs(
             project_dir=project,

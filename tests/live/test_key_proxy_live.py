@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.live.conftest import session_pid, watched_sessions
 from wizard.events import EventRecorder
 from wizard.runner.harness.pi.run import PiHarness
-from wizard.runner.harness.pi.session import PiLaunch, PiSession
+from wizard.runner.harness.pi.session import PiSession
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 
@@ -22,20 +23,10 @@ KEY = "real-gateway-key-kept-in-wizard"
 async def test_the_key_is_added_by_the_proxy_and_absent_from_pi(tmp_path: Path, api: str) -> None:
     seen: list[bytes] = []
 
-    def factory(launch: PiLaunch) -> PiSession:
-        session = PiSession(launch)
-        start = session.start
-
-        async def spy() -> None:
-            await start()
-            assert session.pid is not None
-            seen.append(Path(f"/proc/{session.pid}/environ").read_bytes())
-            agent_dir = session._agent_dir
-            assert agent_dir is not None
-            seen.extend(p.read_bytes() for p in agent_dir.rglob("*") if p.is_file())
-
-        session.start = spy  # type: ignore[method-assign]
-        return session
+    def capture(session: PiSession) -> None:
+        seen.append(Path(f"/proc/{session_pid(session)}/environ").read_bytes())
+        assert session._agent_dir is not None
+        seen.extend(p.read_bytes() for p in session._agent_dir.rglob("*") if p.is_file())
 
     scenario = {"responses": [
         {"blocks": [{"tool_call": {"name": "write", "arguments": {"path": "a", "content": "x"}}}]},
@@ -50,7 +41,7 @@ async def test_the_key_is_added_by_the_proxy_and_absent_from_pi(tmp_path: Path, 
             gateway=GatewaySettings(gateway.url, api, KEY, retries=0),  # type: ignore[arg-type]
             sink=EventRecorder(),
         )
-        result = await PiHarness(session_factory=factory).run(inputs)
+        result = await PiHarness(session_factory=watched_sessions(capture)).run(inputs)
     assert result.ok, result
     gateway.assert_complete()
     assert seen and all(KEY.encode() not in blob for blob in seen)

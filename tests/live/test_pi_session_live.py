@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.conftest import _descendants
+from tests.live.conftest import _descendants, session_pid, watched_sessions
 from wizard.events import EventRecorder, LogLine
 from wizard.runner.harness.pi.run import PiHarness
-from wizard.runner.harness.pi.session import PiLaunch, PiSession
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 
@@ -24,16 +23,8 @@ def _inputs(project: Path, url: str, recorder: EventRecorder) -> RunInputs:
 
 
 async def test_the_bridge_fails_closed_when_the_host_is_gone(tmp_path: Path) -> None:
-    def factory(launch: PiLaunch) -> PiSession:
-        session = PiSession(launch)
-        start = session.start
-
-        async def start_then_lose_the_host() -> None:
-            await start()
-            launch.bridge.socket_path.unlink()  # the host can no longer be reached
-
-        session.start = start_then_lose_the_host  # type: ignore[method-assign]
-        return session
+    # Once pi has started, the host can no longer be reached.
+    factory = watched_sessions(lambda session: session.launch.bridge.socket_path.unlink())
 
     scenario = {"responses": [
         {"blocks": [{"tool_call": {"name": "write", "arguments": {"path": "x", "content": "1"}}}]},
@@ -56,18 +47,7 @@ async def test_cancelling_a_run_mid_tool_leaves_no_process(tmp_path: Path) -> No
     ]}  # fmt: skip
     recorder = EventRecorder()
     pids: list[int] = []
-
-    def factory(launch: PiLaunch) -> PiSession:
-        session = PiSession(launch)
-        start = session.start
-
-        async def remember() -> None:
-            await start()
-            assert session.pid is not None
-            pids.append(session.pid)
-
-        session.start = remember  # type: ignore[method-assign]
-        return session
+    factory = watched_sessions(lambda session: pids.append(session_pid(session)))
 
     async with ScriptedGateway(scenario) as gateway:
         run = asyncio.create_task(
