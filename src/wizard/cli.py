@@ -180,8 +180,8 @@ def demo(
     """Run the offline demo: a real pi run on a sample project, with a scripted model."""
     import tempfile
 
-    from wizard.demo.demo import DEMO_MODEL, DEMO_PROGRAM, prepare_demo
     from wizard.demo.run import demo_services, print_demo_intro, show_changes
+    from wizard.demo.sample import DEMO_MODEL, DEMO_PROGRAM, prepare_demo
     from wizard.programs import get_program
 
     with tempfile.TemporaryDirectory(prefix="wizard-demo-") as workdir:

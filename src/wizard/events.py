@@ -84,10 +84,6 @@ class EventBus:
     def __init__(self, *sinks: EventSink) -> None:
         self._sinks: list[EventSink] = list(sinks)
 
-    def subscribe(self, sink: EventSink) -> None:
-        """Add a sink."""
-        self._sinks.append(sink)
-
     def __call__(self, event: Event) -> None:
         for sink in self._sinks:
             try:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from wizard.analytics import analytics_from_env
 from wizard.events import EventBus, EventSink
@@ -86,17 +87,14 @@ def launch(
     `services` may run things for the length of the run inside its event loop (the demo's
     gateway) and give extra environment; `after_run` prints anything after the outro.
     """
-    console = make_console(sys.stdout if not options.ci else sys.stderr)
+    console = make_console(sys.stderr if options.ci else sys.stdout)
     ci = CiOutput(sys.stdout) if options.ci else None
-    live = None if ci else LiveView(console, verbose=options.verbose)
+    live = LiveView(console, verbose=options.verbose) if ci is None else None
+    view: EventSink = ci if ci is not None else cast(LiveView, live)
     log = RunLog(default_log_path())
-    tags = {"program": program.id}
-    analytics = analytics_from_env(environ, tags)
-    sinks: list[EventSink] = [log, ci or live]  # type: ignore[list-item]
-    if analytics is not None:
-        sinks.append(analytics)
-    bus = EventBus(*sinks)
-    if not options.ci:
+    analytics = analytics_from_env(environ, {"program": program.id})
+    bus = EventBus(log, view, *([analytics] if analytics is not None else []))
+    if live is not None:
         console.print(f"[dim]Log file: {log.path}[/dim]")
     with ExitStack() as stack:
         stack.callback(log.close)
@@ -104,14 +102,11 @@ def launch(
             stack.callback(analytics.shutdown)
         if live is not None:
             stack.callback(live.close)
+        ask = live.ask if live is not None else None
         try:
-            outcome = asyncio.run(
-                _run(program, options, environ, bus, live.ask if live else None, services)
-            )
+            outcome = asyncio.run(_run(program, options, environ, bus, ask, services))
         except KeyboardInterrupt:
             outcome = cancelled_outcome(program, options.binding)
-        if live is not None:
-            live.close()
     if ci is not None:
         ci.outcome(outcome)
     console.print(render_outro(outcome))

@@ -7,7 +7,7 @@ outro the user saw; `exit_code` is the one mapping from an `Outcome` to a proces
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -71,7 +71,6 @@ class Outcome:
     reason: str | None = None
     source: AbortSource | None = None
     outro: Outro | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""

@@ -6,7 +6,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
-from wizard.demo.demo import DemoSetup, project_diff
+from wizard.demo.sample import DemoSetup, project_diff
 from wizard.outcome import Outcome
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.testing.gateway import ScriptedGateway

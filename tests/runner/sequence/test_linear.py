@@ -194,3 +194,13 @@ async def test_disallowed_tools_are_not_offered_and_are_denied(tmp_path: Path) -
     (end,) = [e for e in fake.events if e["type"] == "tool_execution_end"]
     assert end["isError"] and "not allowed" in end["result"]["content"][0]["text"]
     assert fake.prompts[-1] == REMARK_INSTRUCTION
+
+
+async def test_allowed_tools_limit_the_program_tools(tmp_path: Path) -> None:
+    program = replace(get_program("transactional-email"), allowed_tools=("check_env_keys",))
+    stop = {"blocks": [{"text": "[ABORT] the api is not enabled for this project"}]}
+    fake = FakePiSession([[stop]])
+    await run_linear(context(tmp_path, program), PiHarness(session_factory=fake))
+    assert fake.launch is not None
+    host_tools = set(fake.launch.bridge.tools)
+    assert host_tools == {"TaskCreate", "TaskUpdate", "TaskGet", "TaskList", "check_env_keys"}

@@ -94,6 +94,8 @@ class RunInputs:
     spinner_message: str = "Customizing your project..."
     success_message: str = "Setup complete"
     error_message: str = "Setup failed"
+    # When a program lists allowed host tools, only those (and the task tools) are offered.
+    allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     sink: EventSink = lambda event: None
     # The program's host tools, built over the run's fence (which resolves their paths).

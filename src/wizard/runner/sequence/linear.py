@@ -8,7 +8,7 @@ the reason) and ends as `aborted`; every other error has its own screen and ends
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.events import AnalyticsEvent, EventSink, LogLine
@@ -38,7 +38,6 @@ class RunContext:
     skills: SkillSource
     sink: EventSink
     ask: AskFunction | None = None
-    tags: dict[str, str] = field(default_factory=dict)
 
     def outcome(
         self,
@@ -106,6 +105,7 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             spinner_message=program.spinner_message,
             success_message=program.success_message,
             error_message=program.failure_message,
+            allowed_tools=program.allowed_tools,
             disallowed_tools=program.disallowed_tools,
             sink=ctx.sink,
             tools=tools,

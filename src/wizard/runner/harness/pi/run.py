@@ -53,8 +53,12 @@ class _Run:
         self.listener = RunListener(self.latch, inputs.sink)
 
     def tools(self) -> list[HostTool]:
-        """The run's host tools, less those the program disallows."""
-        tools = [*task_tools(self.store), *self.inputs.tools(self.fence)]
+        """The run's host tools: the task tools, and the program's allowed, not disallowed."""
+        allowed = set(self.inputs.allowed_tools)
+        program_tools = [
+            t for t in self.inputs.tools(self.fence) if not allowed or t.name in allowed
+        ]
+        tools = [*task_tools(self.store), *program_tools]
         return [tool for tool in tools if tool.name not in self.fence.disallowed_tools]
 
     def emit(self, name: str, **properties: Any) -> None:
