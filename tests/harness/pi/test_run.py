@@ -372,3 +372,17 @@ async def test_30_no_tool_call_is_no_progress(tmp_path: Path) -> None:
     assert result.error is AgentErrorType.NO_PROGRESS
     assert h.recorder.spinner_stops() == ["Agent made no changes"]
     assert "agent no progress" in h.names()
+
+
+@pytest.mark.parametrize(
+    ("marker", "error"),
+    [
+        ("[ERROR-MCP-MISSING]", AgentErrorType.MCP_MISSING),
+        ("[ERROR-RESOURCE-MISSING]", AgentErrorType.RESOURCE_MISSING),
+    ],
+)
+async def test_missing_resource_markers(tmp_path: Path, marker: str, error: AgentErrorType) -> None:
+    h = Harnessed(tmp_path, [[WORK, msg(text(f"{marker} cannot reach it"))], REMARK])
+    result = await h.run()
+    assert result.error is error
+    assert "agent completed" not in h.names()

@@ -9,7 +9,6 @@ is latched, ask for a remark, classify. The first stop marker of a work turn (a 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,15 +27,22 @@ from wizard.runner.harness.pi.prompts import (
 )
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
 from wizard.runner.harness.types import AgentSession, PromptResult, RunInputs
-from wizard.signals import REMARK_INSTRUCTION
+from wizard.signals import REMARK_INSTRUCTION, Marker
 from wizard.tools.base import Decision, HostTool
 from wizard.tools.fence import Fence
 from wizard.tools.tasks import TaskStore, task_tools
 
-log = logging.getLogger(__name__)
-
 BUILTIN_TOOLS = ("read", "bash", "edit", "write")
 SessionFactory = Callable[[PiLaunch], AgentSession]
+# Markers with which the agent says a resource the setup needs is out of reach.
+_MISSING = (
+    (Marker.ERROR_MCP_MISSING, AgentErrorType.MCP_MISSING, "Agent could not access PostHog MCP"),
+    (
+        Marker.ERROR_RESOURCE_MISSING,
+        AgentErrorType.RESOURCE_MISSING,
+        "Agent could not access setup resource",
+    ),
+)
 
 
 class _Run:
@@ -130,15 +136,16 @@ class PiHarness:
         nudges = 0
         while self._may_continue(run, end) and nudges < MAX_CONTINUE_NUDGES:
             nudges += 1
-            run.inputs.sink(LogLine(f"completion guard: tasks still open, nudge {nudges}/20"))
+            run.inputs.sink(LogLine(f"tasks still open, nudge {nudges}/{MAX_CONTINUE_NUDGES}"))
             end = await self._work_turn(session, run, CONTINUE_INSTRUCTION)
         # The fence's critical violation outranks the marker, as the anthropic harness does.
-        if run.fence.violation is None and run.latch.marker is not None:
+        if run.fence.violation is not None:
+            return self._violated(run)
+        if run.latch.marker is not None:
             return self._aborted(run)
-        if run.fence.violation is None and end.stop_reason == "error":
+        if end.stop_reason == "error":
             return self._failed(run, end.error_message or "the model request failed")
-        if run.fence.violation is None:
-            await self._remark(session, run)
+        await self._remark(session, run)
         return await self._classify(session, run)
 
     @staticmethod
@@ -200,6 +207,11 @@ class PiHarness:
         listener = run.listener
         if run.fence.violation is not None:
             return self._violated(run)
+        for marker, error, stop in _MISSING:
+            if listener.signals.has(marker):
+                run.stop(stop)
+                run.emit("agent aborted", **run.timing())
+                return AgentResult(error, f"The agent reported {marker}.")
         if listener.tool_calls == 0:
             run.stop("Agent made no changes")
             run.emit("agent no progress", assistant_turns=listener.assistant_turns)
