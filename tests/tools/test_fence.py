@@ -151,6 +151,10 @@ HOSTILE: list[tuple[str, dict[str, Any], bool]] = [
     (*bash("pip download evil"), False),
     (*bash("sleep 1 &"), False),
     (*bash("ls\ncat .env"), False),
+    (*bash('echo \'print(open(".e" + "nv").read())\' | python3'), False),
+    (*bash("cat app.py | node"), False),
+    (*bash("git show HEAD:.env"), False),
+    (*bash("grep API_KEY app.py .env.local"), False),
 ]
 
 

@@ -61,6 +61,8 @@ _FORBIDDEN_SYNTAX = [
     (">(", "process substitution"),
     ("\n", "multi-line commands"),
 ]
+_ENV_MENTION = re.compile(r"\.env(?:\.[\w-]+)?")
+_ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
 _SPLIT = re.compile(r"\s*(?:&&|\|\||\|)\s*")
 _ALLOWED_REDIRECTS = re.compile(r"\s(2>&1|>\s*/dev/null|2>\s*/dev/null)(?=\s|$)")
 
@@ -85,6 +87,12 @@ def check_command(command: str, ctx: CommandContext) -> Decision:
     """Whether `command` may run in the project."""
     if (hostile := hostile_reason(command)) is not None:
         return Decision(False, hostile, critical=True)
+    if any(m.group(0) not in _ENV_TEMPLATES for m in _ENV_MENTION.finditer(command)):
+        return Decision(
+            False,
+            "Blocked: environment files are closed to bash. Use check_env_keys and "
+            "set_env_values; values are never shown.",
+        )
     stripped = _ALLOWED_REDIRECTS.sub(" ", f" {command} ").strip()
     for token, what in _FORBIDDEN_SYNTAX:
         if token in stripped:
@@ -182,8 +190,10 @@ def _package_manager(args: list[str]) -> str | None:
 
 
 def _interpreter(args: list[str]) -> str | None:
-    if any(a in ("-c", "-e", "--eval", "-p", "--print") for a in args):
+    if any(a in ("-c", "-e", "--eval", "-p", "--print", "-") for a in args):
         return "inline code is not allowed; write a file and run it, or use the tools."
+    if not any(not a.startswith("-") or a == "-m" for a in args):
+        return "an interpreter needs a script file or -m module (code from stdin is not allowed)."
     return None
 
 
