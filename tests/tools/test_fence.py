@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wizard.tools.base import Decision
 from wizard.tools.fence import MAX_TOOL_CALLS, Fence, child_env
@@ -237,3 +239,24 @@ def test_child_environment_is_an_allowlist() -> None:
          "ANTHROPIC_API_KEY": SECRET, "GITHUB_TOKEN": SECRET, "AWS_SECRET_ACCESS_KEY": SECRET}
     )  # fmt: skip
     assert env == {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C"}
+
+
+_WORDS = [
+    *("cat", ".env", "ls", "|", "&&", "$(", "`", "'", '"', "~", "..", "/", "rm", "-rf", "env"),
+    *("python3", "-c", "\\", "\n", " ", ">", "2>&1", "*", "{", "git", "show", "npm", "install"),
+]
+
+
+@given(st.lists(st.sampled_from(_WORDS), max_size=12).map(" ".join))
+def test_the_command_policy_never_raises(command: str) -> None:
+    decision = Fence(Path("/tmp")).check("bash", {"command": command})
+    assert isinstance(decision.allow, bool)
+    if decision.allow:
+        assert ".env" not in command.replace(".env.example", "")
+        assert "$(" not in command and "`" not in command
+
+
+@given(st.text(max_size=40), st.sampled_from(["read", "write", "edit", "bash", "other"]))
+def test_the_fence_never_raises_on_any_argument(raw: str, tool: str) -> None:
+    decision = Fence(Path("/tmp")).check(tool, {"path": raw, "command": raw})
+    assert isinstance(decision.allow, bool)
