@@ -94,8 +94,7 @@ def launch(
     log = RunLog(default_log_path())
     analytics = analytics_from_env(environ, {"program": program.id})
     bus = EventBus(log, view, *([analytics] if analytics is not None else []))
-    if live is not None:
-        console.print(f"[dim]Log file: {log.path}[/dim]")
+    console.print(f"[dim]Log file: {log.path}[/dim]")
     with ExitStack() as stack:
         stack.callback(log.close)
         if analytics is not None:
