@@ -63,7 +63,10 @@ async def test_abort_in_the_first_block(tmp_path: Path, api: Any) -> None:
     live.assert_no_process_left()
 
 
-async def test_abort_in_a_block_after_a_tool_call_of_the_same_response(tmp_path: Path) -> None:
+@pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions"])
+async def test_abort_in_a_block_after_a_tool_call_of_the_same_response(
+    tmp_path: Path, api: Any
+) -> None:
     scenario = {
         "responses": [
             {
@@ -76,7 +79,7 @@ async def test_abort_in_a_block_after_a_tool_call_of_the_same_response(tmp_path:
             NEVER,
         ]
     }
-    live = await run_live(tmp_path, scenario)
+    live = await run_live(tmp_path, scenario, api=api)
     assert (live.result.error, live.result.message) == (
         AgentErrorType.ABORT,
         "the api is not enabled for this project",

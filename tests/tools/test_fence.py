@@ -260,3 +260,16 @@ def test_the_command_policy_never_raises(command: str) -> None:
 def test_the_fence_never_raises_on_any_argument(raw: str, tool: str) -> None:
     decision = Fence(Path("/tmp")).check(tool, {"path": raw, "command": raw})
     assert isinstance(decision.allow, bool)
+
+
+def test_a_write_may_not_throw_away_most_of_a_file(world: World) -> None:
+    big = world.project / "big.py"
+    big.write_text("value = 1  # a line the user wrote\n" * 40)
+    before = world.snapshot()
+    fence = Fence(world.project)
+    decision, _ = attempt(fence, world, "write", {"path": "big.py", "content": "value = 2\n"})
+    assert not decision.allow and "Use edit" in decision.reason and not decision.critical
+    assert world.snapshot() == before
+    grown = big.read_text() + "more = 2\n"
+    assert fence.check("write", {"path": "big.py", "content": grown}).allow
+    assert fence.check("write", {"path": "app.py", "content": ""}).allow  # small files are fine

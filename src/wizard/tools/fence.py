@@ -19,6 +19,10 @@ from wizard.tools.base import Decision
 from wizard.tools.commands import CommandContext, check_command, hostile_reason
 
 MAX_TOOL_CALLS = 250
+# A write may not shrink an existing file of at least this many non-blank characters by more
+# than this share: that is almost always a model rewriting a file it only partly read.
+SHRINK_GUARD_MIN_CHARS = 400
+SHRINK_GUARD_LOSS = 0.3
 
 # The only variables a command the agent runs may inherit.
 CHILD_ENV_ALLOW = (
@@ -89,6 +93,8 @@ class Fence:
             decision = self._check_bash(args.get("command"))
         elif tool in _PATH_TOOLS:
             decision = self._check_path_tool(tool, args.get(_PATH_TOOLS[tool]))
+            if decision.allow and tool == "write":
+                decision = self._check_overwrite(str(args["path"]), args.get("content"))
         else:
             decision = ALLOW
         return self._latch(decision.reason) if decision.critical else decision
@@ -107,6 +113,24 @@ class Fence:
             return Decision(False, hostile, critical=True)
         error = self.path_error(raw)
         return Decision(False, error) if error else ALLOW
+
+    def _check_overwrite(self, raw: str, content: Any) -> Decision:
+        """Refuse a `write` that would throw away most of an existing file the user owns."""
+        target = self.resolve(raw)
+        if target is None or not target.is_file() or not isinstance(content, str):
+            return ALLOW
+        try:
+            old = len("".join(target.read_text(errors="replace").split()))
+        except OSError:
+            return ALLOW
+        new = len("".join(content.split()))
+        if old >= SHRINK_GUARD_MIN_CHARS and new < old * (1 - SHRINK_GUARD_LOSS):
+            return Decision(
+                False,
+                f"write would drop most of {raw} ({old} → {new} non-blank characters). Use "
+                "edit for targeted changes, so nothing the user wrote is lost.",
+            )
+        return ALLOW
 
     def path_error(self, raw: str) -> str | None:
         """Why the path `raw` may not be touched, or None when it may."""
