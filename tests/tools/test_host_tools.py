@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -119,3 +120,34 @@ async def test_key_proxy_refuses_a_wrong_token() -> None:
     first = message.content[0]
     assert first.type == "text" and first.text == "hi"
     assert len(gateway.requests) == 1
+
+
+async def test_key_proxy_relays_a_chunked_body_with_the_real_key() -> None:
+    received: list[bytes] = []
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.readuntil(b"0\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with KeyProxy(f"http://127.0.0.1:{port}/base", "real-key") as proxy:
+        host, proxy_port = proxy.url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(proxy_port))
+        writer.write(
+            f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {proxy.token}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".encode()
+        )
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+    server.close()
+    await server.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 200 OK") and b"connection: close" in answer
+    assert answer.endswith(b"ok")
+    (request,) = received
+    assert request.startswith(b"POST /base/v1/messages HTTP/1.1")
+    assert b"x-api-key: real-key" in request and proxy.token.encode() not in request
+    assert request.endswith(b"5\r\nhello\r\n0\r\n\r\n")

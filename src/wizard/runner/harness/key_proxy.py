@@ -76,12 +76,7 @@ class KeyProxy:
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next(
-                (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                 if line.lower().startswith(b"content-length:")),
-                0,
-            )  # fmt: skip
-            body = await reader.readexactly(length)
+            body = await _read_body(reader, head)
             upstream_head = self._rewrite(head)
             if upstream_head is None:
                 writer.write(
@@ -104,6 +99,24 @@ class KeyProxy:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+
+async def _read_body(reader: asyncio.StreamReader, head: bytes) -> bytes:
+    """The request body, by content-length or chunked (relayed as it came)."""
+    lines = [line.lower() for line in head.split(b"\r\n")]
+    if b"transfer-encoding: chunked" in lines:
+        body = b""
+        while True:
+            size_line = await reader.readuntil(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            chunk = await reader.readexactly(size + 2)
+            body += size_line + chunk
+            if size == 0:
+                return body
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in lines if line.startswith(b"content-length:")), 0
+    )
+    return await reader.readexactly(length)
 
 
 async def _pipe_response(upstream: asyncio.StreamReader, client: asyncio.StreamWriter) -> None:
