@@ -23,6 +23,9 @@ async def demo_services(setup: DemoSetup) -> AsyncIterator[Mapping[str, str]]:
             "WIZARD_GATEWAY_KEY": "",
             "WIZARD_GATEWAY_API": "anthropic-messages",
             "WIZARD_GATEWAY_REFUSAL_MARKER": DEFAULT_GATEWAY_MARKER,
+            # The transcript follows the bundled skill: no other skill source may replace it.
+            "WIZARD_SKILLS_DIR": "",
+            "WIZARD_SKILLS_URL": "",
         }
 
 
