@@ -162,3 +162,28 @@ def _streaming(tmp_path: Path) -> bool:
     """Whether the wizard's log shows the run under way (the spinner started)."""
     logs = list((tmp_path / "logs").glob("*.log"))
     return bool(logs) and "spinner_started" in logs[0].read_text()
+
+
+def test_skill_command_without_abort_cases_shows_the_generic_screen(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    skills = tmp_path / "skills" / "foo"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text(
+        "---\nname: foo\ndescription: A skill.\n---\nIf there is nothing to do, write "
+        "[ABORT] nothing to do\n"
+    )
+    read = {"tool_call": {"name": "read", "arguments": {"path": ".claude/skills/foo/SKILL.md"}}}
+    scenario = {"responses": [{"blocks": [read]}, {"blocks": [{"text": "[ABORT] nothing to do"}]}]}
+    url, _ = gateway_process(scenario)
+    project = _project(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "skill", "foo", "--project", str(project), "--ci",
+         "--skills-dir", str(tmp_path / "skills")],
+        capture_output=True, text=True, env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+        timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    outro = ci_lines(proc.stdout)[-1]["outro"]
+    assert (outro["message"], outro["body"]) == ("foo aborted", "nothing to do")
+    assert outro["docs_url"] == "https://posthog.com/docs"
