@@ -62,7 +62,8 @@ _FORBIDDEN_SYNTAX = [
     ("\n", "multi-line commands"),
 ]
 _ENV_MENTION = re.compile(r"\.env(?:\.[\w-]+)?")
-_ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
+# Environment-file templates hold no secrets; every other `.env*` file is closed.
+ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
 _SPLIT = re.compile(r"\s*(?:&&|\|\||\|)\s*")
 _ALLOWED_REDIRECTS = re.compile(r"\s(2>&1|>\s*/dev/null|2>\s*/dev/null)(?=\s|$)")
 
@@ -87,7 +88,7 @@ def check_command(command: str, ctx: CommandContext) -> Decision:
     """Whether `command` may run in the project."""
     if (hostile := hostile_reason(command)) is not None:
         return Decision(False, hostile, critical=True)
-    if any(m.group(0) not in _ENV_TEMPLATES for m in _ENV_MENTION.finditer(command)):
+    if any(m.group(0) not in ENV_TEMPLATES for m in _ENV_MENTION.finditer(command)):
         return Decision(
             False,
             "Blocked: environment files are closed to bash. Use check_env_keys and "

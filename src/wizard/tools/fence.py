@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.tools.base import Decision
-from wizard.tools.commands import CommandContext, check_command, hostile_reason
+from wizard.tools.commands import ENV_TEMPLATES, CommandContext, check_command, hostile_reason
 
 MAX_TOOL_CALLS = 250
 # A write may not shrink an existing file of at least this many non-blank characters by more
@@ -33,8 +33,7 @@ CHILD_ENV_ALLOW = (
 )
 CHILD_ENV_ALLOW_PREFIXES = ("LC_",)
 
-_PATH_TOOLS = {"read": "path", "write": "path", "edit": "path", "ls": "path", "grep": "path"}
-_ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
+_PATH_TOOLS = ("read", "write", "edit")
 
 
 ALLOW = Decision(allow=True)
@@ -52,7 +51,7 @@ def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def is_env_file(path: Path) -> bool:
     """Whether `path` names a `.env*` file that holds secrets (templates do not)."""
-    return path.name.startswith(".env") and path.name not in _ENV_TEMPLATES
+    return path.name.startswith(".env") and path.name not in ENV_TEMPLATES
 
 
 class Fence:
@@ -92,7 +91,7 @@ class Fence:
         if tool == "bash":
             decision = self._check_bash(args.get("command"))
         elif tool in _PATH_TOOLS:
-            decision = self._check_path_tool(tool, args.get(_PATH_TOOLS[tool]))
+            decision = self._check_path_tool(tool, args.get("path"))
             if decision.allow and tool == "write":
                 decision = self._check_overwrite(str(args["path"]), args.get("content"))
         else:
@@ -105,8 +104,6 @@ class Fence:
         return check_command(command, CommandContext(self.path_error, self.project_dir))
 
     def _check_path_tool(self, tool: str, raw: Any) -> Decision:
-        if raw is None and tool in ("ls", "grep"):
-            return ALLOW
         if not isinstance(raw, str) or not raw:
             return Decision(False, f"{tool} needs a path inside the project.")
         if (hostile := hostile_reason(raw)) is not None:
