@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from wizard.runner.harness.pi import engine
+from wizard.runner.harness.pi.engine import HOST_SCRIPT
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +35,7 @@ def ci_lines(stdout: str) -> list[dict[str, Any]]:
 
 
 def pi_processes_in(directory: Path) -> list[int]:
-    """pi processes whose working directory is `directory`."""
+    """pi processes (wizard's pi host) whose working directory is `directory`."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -44,7 +45,7 @@ def pi_processes_in(directory: Path) -> list[int]:
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue
-        if b"pi-coding-agent" in cmdline and Path(cwd) == directory.resolve():
+        if HOST_SCRIPT.name.encode() in cmdline and Path(cwd) == directory.resolve():
             found.append(int(entry.name))
     return found
 

@@ -1,9 +1,10 @@
 """A strict scripted stand-in for `PiSession`, the pi engine boundary, for unit tests.
 
-Each `prompt()` plays the next scripted turn as pi would emit it over RPC: `agent_start`,
-the user message, then per assistant message `message_start`, streamed `message_update`
-deltas per block (`contentIndex`), `message_end`, and for each tool call the fence check and
-the host tool through the real `HostBridge`, then `agent_end`. `abort()` stops the turn at
+Each `prompt()` plays the next scripted turn as wizard's pi host emits it (the protocol in
+`wizard.runner.harness.pi.session`): per assistant message, streamed `text_start` /
+`text_delta` / `text_end` per text block (`index`), then `message_end`, and for each tool call
+the fence check and the host tool through the real `HostBridge` between `tool_start` and
+`tool_end`; then `agent_end`. `abort()` stops the turn at
 the next event, as pi does. A prompt past the end of the script fails the test, and
 `assert_complete()` fails when scripted turns were left unplayed.
 
@@ -107,69 +108,62 @@ class FakePiSession:
         await asyncio.sleep(0)
 
     async def _play(self, text: str, messages: list[dict[str, Any]]) -> PromptResult:
-        await self._emit({"type": "agent_start"})
-        user = {"role": "user", "content": [{"type": "text", "text": text}]}
-        await self._emit({"type": "message_end", "message": user})
         result = PromptResult("stop")
         for spec in messages:
-            message = await self._stream_message(spec)
-            result = PromptResult(message["stopReason"], message.get("errorMessage"))
+            calls: list[dict[str, Any]] = []
+            result = await self._stream_message(spec, calls)
             if self._aborted.is_set():
                 break
-            await self._run_tools(message)
+            await self._run_tools(calls)
             if self._aborted.is_set():
                 result = PromptResult("aborted", "Request was aborted.")
                 break
-        await self._emit({"type": "agent_end", "messages": []})
+        await self._emit({"type": "agent_end", **_ending(result)})
         return result
 
-    async def _stream_message(self, spec: dict[str, Any]) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": [], "stopReason": "stop"}
-        await self._emit({"type": "message_start", "message": {"role": "assistant"}})
+    async def _stream_message(
+        self, spec: dict[str, Any], calls: list[dict[str, Any]]
+    ) -> PromptResult:
+        """Stream one assistant message, collecting its tool calls; how it stopped."""
+        texts: list[str] = []
+        result = PromptResult("aborted", "Request was aborted.")
         for index, block in enumerate(spec.get("blocks", [])):
-            if not await self._stream_block(message, index, block):
-                message.update(stopReason="aborted", errorMessage="Request was aborted.")
-                await self._emit({"type": "message_end", "message": message})
-                return message
-        calls = any(b["type"] == "toolCall" for b in message["content"])
-        message["stopReason"] = spec.get("stop_reason", "toolUse" if calls else "stop")
-        if "error" in spec:
-            message.update(stopReason="error", errorMessage=spec["error"])
-        await self._emit({"type": "message_end", "message": message})
-        return message
+            if not await self._stream_block(index, block, texts, calls):
+                break
+        else:
+            result = PromptResult(spec.get("stop_reason", "toolUse" if calls else "stop"))
+            if "error" in spec:
+                result = PromptResult("error", spec["error"])
+        tools = [call["name"] for call in calls]
+        await self._emit({"type": "message_end", "text": texts, "tools": tools, **_ending(result)})
+        return result
 
     async def _stream_block(
-        self, message: dict[str, Any], index: int, block: dict[str, Any]
+        self, index: int, block: dict[str, Any], texts: list[str], calls: list[dict[str, Any]]
     ) -> bool:
         """Stream one block; False if the turn was aborted meanwhile."""
         if "tool_call" in block:
-            call = block["tool_call"]
-            content = {"type": "toolCall", "id": f"call-{index}", "name": call["name"]}
-            message["content"].append({**content, "arguments": call.get("arguments", {})})
+            calls.append(block["tool_call"])
+        if "text" not in block:  # the host forwards no thinking and no tool-call arguments
             return not self._aborted.is_set()
-        kind, body = ("text", block["text"]) if "text" in block else ("thinking", block["thinking"])
-        message["content"].append({"type": kind, kind: ""})
-        await self._emit(self._update(f"{kind}_start", index))
+        body = block["text"]
+        texts.append("")
+        await self._emit({"type": "text_start", "index": index})
         for start in range(0, len(body), self.chunk_chars):
             if self._aborted.is_set():
                 return False
             delta = body[start : start + self.chunk_chars]
-            message["content"][-1][kind] += delta
-            await self._emit(self._update(f"{kind}_delta", index, delta=delta))
-        await self._emit(self._update(f"{kind}_end", index, content=body))
+            texts[-1] += delta
+            await self._emit({"type": "text_delta", "index": index, "delta": delta})
+        await self._emit({"type": "text_end", "index": index})
         return not self._aborted.is_set()
 
-    @staticmethod
-    def _update(kind: str, index: int, **extra: Any) -> dict[str, Any]:
-        event = {"type": kind, "contentIndex": index, **extra}
-        return {"type": "message_update", "assistantMessageEvent": event}
-
-    async def _run_tools(self, message: dict[str, Any]) -> None:
+    async def _run_tools(self, calls: list[dict[str, Any]]) -> None:
         assert self.launch is not None, "the harness never handed the fake its launch"
         bridge = self.launch.bridge
-        for call in (b for b in message["content"] if b["type"] == "toolCall"):
-            name, args = call["name"], call["arguments"]
-            await self._emit({"type": "tool_execution_start", "toolName": name, "args": args})
+        for number, call in enumerate(calls):
+            name, args, call_id = call["name"], call.get("arguments", {}), f"call-{number}"
+            await self._emit({"type": "tool_start", "id": call_id, "name": name, "args": args})
             permit = await bridge.handle({"op": "permit", "name": name, "input": args})
             if not permit["allow"]:
                 answer = {"text": permit["reason"], "isError": True}
@@ -177,8 +171,9 @@ class FakePiSession:
                 answer = await bridge.handle({"op": "tool", "name": name, "input": args})
             else:
                 answer = {"text": self._builtin_results.get(name, "ok"), "isError": False}
-            result = {"content": [{"type": "text", "text": answer["text"]}]}
-            end = {"type": "tool_execution_end", "toolName": name, "result": result}
-            await self._emit({**end, "isError": answer["isError"]})
-            tool_message = {"role": "toolResult", "toolName": name, "content": result["content"]}
-            await self._emit({"type": "message_end", "message": tool_message})
+            end = {"type": "tool_end", "id": call_id, "name": name}
+            await self._emit({**end, "isError": answer["isError"], "result": answer["text"]})
+
+
+def _ending(result: PromptResult) -> dict[str, Any]:
+    return {"stopReason": result.stop_reason, "errorMessage": result.error_message}

@@ -152,13 +152,9 @@ async def test_16_latching_aborts_the_turn_in_flight(tmp_path: Path) -> None:
     result = await h.run()
     assert result.message == "stop here"
     assert h.fake.aborts == 1
-    streamed = "".join(
-        e["assistantMessageEvent"].get("delta", "")
-        for e in h.fake.events
-        if e["type"] == "message_update"
-    )
+    streamed = "".join(e["delta"] for e in h.fake.events if e["type"] == "text_delta")
     assert len(streamed) < 60, "the turn kept streaming after the marker's line"
-    assert not any(e["type"] == "tool_execution_start" for e in h.fake.events)
+    assert not any(e["type"] == "tool_start" for e in h.fake.events)
 
 
 async def test_16_a_marker_split_across_deltas_is_found(tmp_path: Path) -> None:

@@ -191,8 +191,8 @@ async def test_disallowed_tools_are_not_offered_and_are_denied(tmp_path: Path) -
         context(tmp_path, get_program("revenue-analytics")), PiHarness(session_factory=fake)
     )
     assert fake.launch is not None and "wizard_ask" not in fake.launch.tool_names
-    (end,) = [e for e in fake.events if e["type"] == "tool_execution_end"]
-    assert end["isError"] and "not allowed" in end["result"]["content"][0]["text"]
+    (end,) = [e for e in fake.events if e["type"] == "tool_end"]
+    assert end["isError"] and "not allowed" in end["result"]
     assert fake.prompts[-1] == REMARK_INSTRUCTION
 
 

@@ -62,10 +62,8 @@ class BlockScanner:
         if "\n" in delta:
             self._scan(self._window.rfind("\n") + 1)
 
-    def finish(self, final_text: str | None = None) -> None:
+    def finish(self) -> None:
         """The block is complete: scan what is left, the last line included."""
-        if final_text is not None:
-            self._window = final_text[self._consumed :]
         self._scan(len(self._window))
 
     def _scan(self, end: int) -> None:

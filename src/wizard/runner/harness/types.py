@@ -44,18 +44,10 @@ class SessionStats:
 
 @dataclass(frozen=True)
 class PromptResult:
-    """How one prompt's run ended, read from its last assistant message."""
+    """How one prompt's run ended: the stop reason of its last assistant message."""
 
     stop_reason: str
     error_message: str | None = None
-
-    @classmethod
-    def from_messages(cls, messages: Sequence[dict[str, Any]]) -> PromptResult:
-        """Read the last assistant message of an `agent_end`."""
-        for message in reversed(messages):
-            if message.get("role") == "assistant":
-                return cls(str(message.get("stopReason", "stop")), message.get("errorMessage"))
-        return cls("stop")
 
 
 class AgentSession(Protocol):

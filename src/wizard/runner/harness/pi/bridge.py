@@ -1,11 +1,11 @@
-"""The Python end of the host-tool bridge: a Unix-socket server the pi extension calls.
+"""The Python end of the host-tool bridge: a Unix-socket server wizard's pi host calls.
 
-Each connection carries one JSON line from `host_bridge.js` and gets one JSON line back:
+Each connection carries one JSON line from `host.mjs` and gets one JSON line back:
 
 - `{"op": "tool", "name", "id", "input"}` runs a host tool → `{"text", "isError"}`;
 - `{"op": "permit", "name", "id", "input"}` asks the fence → `{"allow", "reason"}`.
 
-The extension drops the connection when pi aborts the call; the server tolerates that.
+The host drops the connection when pi aborts the call; the server tolerates that.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES, Fence
 
 log = logging.getLogger(__name__)
 
-EXTENSION = Path(__file__).with_name("host_bridge.js")
 CRITICAL_HOLD_SECONDS = 5.0
 
 
@@ -43,16 +42,18 @@ class HostBridge:
         self._on_decision = on_decision
         self._dir = Path(tempfile.mkdtemp(prefix="wizard-bridge-"))
         self.socket_path = self._dir / "host.sock"
-        self.spec_path = self._dir / "spec.json"
         self._server: asyncio.AbstractServer | None = None
 
-    async def __aenter__(self) -> HostBridge:
-        spec = {
-            "tools": [tool.spec() for tool in self.tools.values()],
+    def spec(self) -> dict[str, Any]:
+        """What the pi host needs to serve these tools: the socket, tool specs, env allowlist."""
+        return {
+            "socket": str(self.socket_path),
+            "hostTools": [tool.spec() for tool in self.tools.values()],
             "envAllow": list(CHILD_ENV_ALLOW),
             "envAllowPrefixes": list(CHILD_ENV_ALLOW_PREFIXES),
         }
-        self.spec_path.write_text(json.dumps(spec), encoding="utf-8")
+
+    async def __aenter__(self) -> HostBridge:
         self._server = await asyncio.start_unix_server(
             self._serve, path=str(self.socket_path), limit=64 << 20
         )
@@ -69,14 +70,9 @@ class HostBridge:
             self._server.close()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
-        for path in (self.socket_path, self.spec_path):
-            path.unlink(missing_ok=True)
+        self.socket_path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self._dir.rmdir()
-
-    def environment(self) -> dict[str, str]:
-        """The variables pi needs to find this bridge."""
-        return {"WIZARD_HOST_SOCK": str(self.socket_path), "WIZARD_HOST_SPEC": str(self.spec_path)}
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -24,18 +24,26 @@ MIN_NODE = (20, 6, 0)
 _NODE_HINT = "Install Node ≥ 20.6 (https://nodejs.org), or use --harness anthropic."
 
 
+HOST_SCRIPT = Path(__file__).with_name("host.mjs")
+
+
 @dataclass(frozen=True)
 class PiEngine:
-    """An installed pi engine: the node binary and pi's CLI script."""
+    """An installed pi engine: the node binary and pi's package."""
 
     node: Path
     cli: Path
     version: str
     prefix: Path
 
-    def command(self) -> list[str]:
-        """The argv prefix that runs pi."""
-        return [str(self.node), str(self.cli)]
+    @property
+    def sdk_entry(self) -> Path:
+        """pi's SDK module, which wizard's host imports."""
+        return self.cli.with_name("index.js")
+
+    def host_command(self) -> list[str]:
+        """The argv that runs wizard's pi host (`host.mjs`) on this engine."""
+        return [str(self.node), str(HOST_SCRIPT)]
 
 
 def engines_dir() -> Path:

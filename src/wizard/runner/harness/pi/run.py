@@ -17,7 +17,7 @@ from wizard.errors import EngineError
 from wizard.events import AnalyticsEvent, LogLine, SpinnerStarted, SpinnerStopped
 from wizard.outcome import AgentErrorType, AgentResult
 from wizard.runner.harness.latch import StopLatch
-from wizard.runner.harness.pi.bridge import EXTENSION, HostBridge
+from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import ensure_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.prompts import (
@@ -126,7 +126,6 @@ class PiHarness:
             gateway=inputs.gateway,
             model=inputs.model,
             bridge=bridge,
-            extension=EXTENSION,
             tool_names=(*BUILTIN_TOOLS, *bridge.tools),
             system_prompt=runtime_notes(),
         )

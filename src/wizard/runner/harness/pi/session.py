@@ -1,9 +1,25 @@
-"""`PiSession`: an async client for one `pi --mode rpc` process, the pi engine boundary.
+"""`PiSession`: an async client for one pi host process, the pi engine boundary.
 
-pi speaks strict JSON Lines over stdin/stdout: commands in, responses (`type: response`,
-matched by `id`) and events out. Lines are split on LF only (model text may hold U+2028 or
-CR) with no length limit. One process serves one conversation. pi's own auto-retry is off,
-so one prompt ends in exactly one `agent_end`.
+wizard runs pi through its own host (`host.mjs`), which creates the agent session with pi's
+SDK and speaks a compact JSON Lines protocol over stdin/stdout, split on LF only (model text
+may hold U+2028 or CR). One process serves one conversation; pi's own auto-retry is off, so
+one prompt ends in exactly one `agent_end`.
+
+Commands (wizard → host), each with an `id` answered by `{"type": "response", "id",
+"success", "data"?, "error"?}`: `prompt {message}` (answered once pi accepted it), `abort`
+(answered once the run has ended), `stats`, `close`.
+
+Events (host → wizard), never carrying a partial message, so a reply of n characters costs
+about 2n bytes (its deltas and its final message) plus a constant per event:
+
+- `ready`: the session exists; the first line the host writes;
+- `text_start`, `text_delta {delta}`, `text_end`, each with the block's `index`;
+- `message_end {text: [...], tools: [names], stopReason, errorMessage}` per assistant message;
+- `tool_start {id, name, args}` and `tool_end {id, name, isError, result}`, previews bounded;
+- `agent_end {stopReason, errorMessage}`: the prompt's run is over.
+
+The host awaits every write, so a slow reader slows pi instead of filling a buffer; a reader
+that stops for `stall_seconds` makes the host exit with a one-line reason on stderr.
 
 Teardown matters because pi runs bash children in their own session: `close()` aborts the
 run (which kills a running tool's process tree), closes stdin, then terminates, and finally
@@ -39,6 +55,7 @@ PiEvent = dict[str, Any]
 EventCallback = Callable[[PiEvent], None]
 PROVIDER = "wizard-gateway"
 _STDERR_KEEP = 16_384
+_LINE_LIMIT = 1 << 30  # one event line holds at most one whole assistant message
 
 
 @dataclass(frozen=True)
@@ -49,10 +66,11 @@ class PiLaunch:
     gateway: GatewaySettings
     model: str
     bridge: HostBridge
-    extension: Path
     tool_names: tuple[str, ...]
     system_prompt: str
     startup_timeout: float = 60.0
+    # How long the host waits for wizard to read its events before it gives up.
+    stall_seconds: float = 300.0
 
 
 def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> dict[str, Any]:
@@ -103,7 +121,8 @@ class PiSession:
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[PiEvent]] = {}
         self._subscribers: list[EventCallback] = []
-        self._run_done: asyncio.Future[list[PiEvent]] | None = None
+        self._run_done: asyncio.Future[PromptResult] | None = None
+        self._ready: asyncio.Future[None] | None = None
         self._stderr = bytearray()
         self._tasks: list[asyncio.Task[None]] = []
         self._eof = asyncio.Event()
@@ -112,24 +131,24 @@ class PiSession:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Spawn pi and wait until it answers; an `EngineError` with its stderr otherwise."""
+        """Spawn the pi host and wait until its session is ready; `EngineError` otherwise."""
         engine = await asyncio.to_thread(self._engine)
-        agent_dir = await self._prepare_agent_dir()
+        agent_dir = await self._prepare_agent_dir(engine)
         env = {
             **child_env(),
-            **self.launch.bridge.environment(),
             "PI_CODING_AGENT_DIR": str(agent_dir),
             "PI_OFFLINE": "1",
-            "JITI_FS_CACHE": "false",
+            "WIZARD_PI_LAUNCH": str(agent_dir / "launch.json"),
         }
+        self._ready = asyncio.get_running_loop().create_future()
         self._process = await asyncio.create_subprocess_exec(
-            *engine.command(),
-            *self._arguments(),
+            *engine.host_command(),
             cwd=self.launch.project_dir,
             env=env,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            limit=_LINE_LIMIT,
             # Its own session: a Ctrl-C at the terminal reaches only wizard, which then
             # tears pi down in order (abort, then stop) instead of orphaning its children.
             start_new_session=True,
@@ -139,9 +158,7 @@ class PiSession:
             asyncio.create_task(self._read_stderr()),
         ]
         try:
-            await asyncio.wait_for(
-                self._command({"type": "get_state"}), self.launch.startup_timeout
-            )
+            await asyncio.wait_for(self._ready, self.launch.startup_timeout)
         except (TimeoutError, EngineError) as exc:
             await self.close()
             raise EngineError(
@@ -149,30 +166,31 @@ class PiSession:
                 "Run `wizard engines status`; reinstall with `wizard engines install pi`.",
             ) from exc
 
-    async def _prepare_agent_dir(self) -> Path:
-        """pi's private config: the gateway (through the key proxy) and retry settings."""
-        gateway = self.launch.gateway
+    async def _prepare_agent_dir(self, engine: PiEngine) -> Path:
+        """pi's private folder: the gateway (through the key proxy) and the host's launch file."""
+        launch, gateway = self.launch, self.launch.gateway
         url, key = gateway.url, "wizard-no-key"
         if gateway.key:
             # pi gets a loopback proxy and a per-run token; the real key stays in wizard.
             proxy = await self._exits.enter_async_context(KeyProxy(gateway.url, gateway.key))
             url, key = proxy.url, proxy.token
-        self._agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
-        models = _models_json(gateway, self.launch.model, url, key)
-        (self._agent_dir / "models.json").write_text(json.dumps(models))
-        settings = {"retry": {"enabled": False, "provider": {"maxRetries": gateway.retries}}}
-        (self._agent_dir / "settings.json").write_text(json.dumps(settings))
-        return self._agent_dir
-
-    def _arguments(self) -> list[str]:
-        launch = self.launch
-        return [
-            *("--mode", "rpc", "--no-session", "--offline", "--no-extensions", "--no-skills"),
-            *("--no-prompt-templates", "--no-context-files", "--no-themes"),
-            *("-e", str(launch.extension), "--provider", PROVIDER, "--model", launch.model),
-            *("--tools", ",".join(launch.tool_names)),
-            *("--append-system-prompt", launch.system_prompt),
-        ]
+        self._agent_dir = agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
+        models = _models_json(gateway, launch.model, url, key)
+        (agent_dir / "models.json").write_text(json.dumps(models))
+        host = {
+            **launch.bridge.spec(),
+            "piEntry": str(engine.sdk_entry),
+            "cwd": str(launch.project_dir),
+            "agentDir": str(agent_dir),
+            "provider": PROVIDER,
+            "model": launch.model,
+            "tools": list(launch.tool_names),
+            "systemPrompt": launch.system_prompt,
+            "retries": gateway.retries,
+            "stallSeconds": launch.stall_seconds,
+        }
+        (agent_dir / "launch.json").write_text(json.dumps(host))
+        return agent_dir
 
     async def close(self) -> None:
         """Abort any run, stop pi, and leave no process behind."""
@@ -232,8 +250,7 @@ class PiSession:
         response = await self._command({"type": "prompt", "message": text})
         if not response.get("success", False):
             raise EngineError(f"pi rejected the prompt: {response.get('error')}")
-        messages = await self._run_done
-        return PromptResult.from_messages(messages)
+        return await self._run_done
 
     async def abort(self) -> None:
         """Abort the current run; returns once pi has ended it."""
@@ -241,7 +258,7 @@ class PiSession:
 
     async def stats(self) -> SessionStats:
         """Token usage of the session so far."""
-        data = (await self._command({"type": "get_session_stats"})).get("data") or {}
+        data = (await self._command({"type": "stats"})).get("data") or {}
         tokens = data.get("tokens") or {}
         return SessionStats(
             input_tokens=int(tokens.get("input", 0)),
@@ -269,35 +286,40 @@ class PiSession:
 
     async def _read_stdout(self) -> None:
         assert self._process is not None and self._process.stdout is not None
-        stream, buffer = self._process.stdout, b""
-        while chunk := await stream.read(1 << 16):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
+        stream = self._process.stdout
+        with contextlib.suppress(asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            while line := await stream.readuntil(b"\n"):
                 if line.strip():
                     self._dispatch(line)
         self._on_eof()
 
     def _dispatch(self, line: bytes) -> None:
         try:
-            message = json.loads(line.rstrip(b"\r"))
+            message = json.loads(line.rstrip(b"\r\n"))
         except json.JSONDecodeError:
             log.warning("pi wrote a line that is not JSON: %r", line[:200])
             return
-        if message.get("type") == "response" and message.get("id") in self._pending:
+        kind = message.get("type")
+        if kind == "response" and message.get("id") in self._pending:
             future = self._pending.pop(message["id"])
             if not future.done():
                 future.set_result(message)
             return
+        if kind == "ready" and self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+            return
         for callback in list(self._subscribers):
             callback(message)
-        if message.get("type") == "agent_end" and self._run_done and not self._run_done.done():
-            self._run_done.set_result(list(message.get("messages") or []))
+        if kind == "agent_end" and self._run_done and not self._run_done.done():
+            result = PromptResult(
+                str(message.get("stopReason") or "stop"), message.get("errorMessage")
+            )
+            self._run_done.set_result(result)
 
     def _on_eof(self) -> None:
         self._eof.set()
         error = EngineError(f"pi exited unexpectedly.\n{self.stderr_tail()}".strip())
-        for future in [*self._pending.values(), self._run_done]:
+        for future in [*self._pending.values(), self._run_done, self._ready]:
             if future is not None and not future.done():
                 future.set_exception(error)
         self._pending.clear()

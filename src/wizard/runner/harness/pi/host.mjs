@@ -1,0 +1,350 @@
+// wizard's pi host: one pi agent session, in process through pi's own SDK, for one
+// conversation. Run by the pinned Node against the pinned pi (`node host.mjs`, with
+// WIZARD_PI_LAUNCH naming the launch file that wizard wrote).
+//
+// Why not `pi --mode rpc`: RPC writes the whole message so far, twice, with every streamed
+// delta, so a reply of n characters costs n²/k bytes on the pipe and kills pi on long replies.
+// This host speaks a compact JSON Lines protocol instead (described in session.py):
+// text deltas and block ends, complete assistant messages without their tool arguments, tool
+// starts and ends with bounded previews, and one `agent_end` per prompt. What it writes is
+// paced by wizard's reading: the listener awaits each write, which holds pi's agent loop (and
+// so the model stream) until wizard has read it.
+//
+// It also owns what pi must do differently under wizard: host tools forwarded to wizard over
+// a Unix socket, the fence asked before every tool call (fail closed), bash children with an
+// allowlisted environment only, and atomic `write` / `edit` (temp file, fsync, rename).
+import { randomBytes } from "node:crypto";
+import { promises as fsp, constants as fsConstants, readFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const PREVIEW_CHARS = 300;
+const launch = JSON.parse(readFileSync(process.env.WIZARD_PI_LAUNCH, "utf8"));
+
+function die(message, code = 70) {
+  process.stderr.write(`wizard pi host: ${message}\n`);
+  process.exit(code);
+}
+
+process.on("uncaughtException", (err) => die(err?.message ?? String(err)));
+process.on("unhandledRejection", (err) => die(err?.message ?? String(err)));
+// wizard went away: nobody is left to report to.
+process.stdout.on("error", () => process.exit(0));
+
+// --- output, paced by the reader ------------------------------------------------------------
+
+async function send(message) {
+  if (process.stdout.write(JSON.stringify(message) + "\n")) return;
+  await new Promise((resolve) => {
+    const timer = setTimeout(
+      () => die(`wizard stopped reading the engine's events for ${launch.stallSeconds} s`),
+      launch.stallSeconds * 1000,
+    );
+    process.stdout.once("drain", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+const respond = (id, success, extra = {}) => send({ type: "response", id, success, ...extra });
+
+function preview(value) {
+  const text = typeof value === "string" ? value : JSON.stringify(value, (_key, v) =>
+    typeof v === "string" && v.length > PREVIEW_CHARS ? `${v.slice(0, PREVIEW_CHARS)}…` : v);
+  return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
+}
+
+function resultText(result) {
+  const content = result?.content;
+  if (!Array.isArray(content)) return preview(result ?? "");
+  return preview(content.filter((c) => c?.type === "text").map((c) => c.text).join("\n"));
+}
+
+function assistantSummary(message) {
+  const content = Array.isArray(message.content) ? message.content : [];
+  return {
+    type: "message_end",
+    text: content.filter((c) => c.type === "text").map((c) => c.text),
+    tools: content.filter((c) => c.type === "toolCall").map((c) => c.name),
+    stopReason: message.stopReason,
+    errorMessage: message.errorMessage ?? null,
+  };
+}
+
+/** The compact form of one agent event, or null for events wizard does not need. */
+function compact(event) {
+  switch (event.type) {
+    case "message_update": {
+      const update = event.assistantMessageEvent;
+      const index = update.contentIndex ?? 0;
+      if (update.type === "text_start") return { type: "text_start", index };
+      if (update.type === "text_delta") return { type: "text_delta", index, delta: update.delta };
+      if (update.type === "text_end") return { type: "text_end", index };
+      return null;
+    }
+    case "message_end":
+      return event.message.role === "assistant" ? assistantSummary(event.message) : null;
+    case "tool_execution_start":
+      return { type: "tool_start", id: event.toolCallId, name: event.toolName, args: preview(event.args) };
+    case "tool_execution_end":
+      return {
+        type: "tool_end",
+        id: event.toolCallId,
+        name: event.toolName,
+        isError: Boolean(event.isError),
+        result: resultText(event.result),
+      };
+    default:
+      return null;
+  }
+}
+
+// --- the host bridge: wizard's tools and fence over a Unix socket ---------------------------
+
+function askHost(payload, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new Error("The operation was aborted"));
+    const socket = net.createConnection(launch.socket);
+    let buffer = "";
+    let settled = false;
+    const finish = (fn, value) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener("abort", onAbort);
+      socket.destroy();
+      fn(value);
+    };
+    const onAbort = () => finish(reject, new Error("The operation was aborted"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    socket.setEncoding("utf8");
+    socket.on("connect", () => socket.write(JSON.stringify(payload) + "\n"));
+    socket.on("data", (data) => {
+      buffer += data;
+      const end = buffer.indexOf("\n");
+      if (end < 0) return;
+      try {
+        finish(resolve, JSON.parse(buffer.slice(0, end)));
+      } catch (err) {
+        finish(reject, err);
+      }
+    });
+    socket.on("error", (err) => finish(reject, err));
+    socket.on("close", () => finish(reject, new Error("the wizard host closed the connection")));
+  });
+}
+
+function hostTool(spec) {
+  return {
+    name: spec.name,
+    label: spec.name,
+    description: spec.description,
+    parameters: spec.parameters,
+    async execute(toolCallId, params, signal) {
+      const answer = await askHost({ op: "tool", name: spec.name, id: toolCallId, input: params }, signal);
+      if (answer.isError) throw new Error(answer.text);
+      return { content: [{ type: "text", text: answer.text }], details: {} };
+    },
+  };
+}
+
+/** An inline extension whose only job is to ask wizard's fence before every tool call. */
+function fenceExtension(api) {
+  api.on("tool_call", async (event, ctx) => {
+    try {
+      const answer = await askHost(
+        { op: "permit", name: event.toolName, id: event.toolCallId, input: event.input },
+        ctx.signal,
+      );
+      if (!answer.allow) return { block: true, reason: answer.reason || "Blocked by the wizard's fence." };
+    } catch (err) {
+      return { block: true, reason: `Security check failed; tool blocked (fail-closed): ${err.message}` };
+    }
+    return undefined;
+  });
+}
+
+function scrubbedEnv(env) {
+  const out = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (launch.envAllow.includes(key) || launch.envAllowPrefixes.some((p) => key.startsWith(p))) {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+// --- atomic writes: a kill at any moment leaves the old file or the new one -----------------
+
+async function writeAtomically(target, content) {
+  // Write through a symlink to the file it names, as a plain write would.
+  const real = await fsp.realpath(target).catch(() => target);
+  const mode = await fsp.stat(real).then((s) => s.mode & 0o7777, () => null);
+  const dir = path.dirname(real);
+  const temp = path.join(dir, `.${path.basename(real)}.wizard-${randomBytes(6).toString("hex")}.tmp`);
+  const handle = await fsp.open(temp, "wx", mode ?? 0o666);
+  try {
+    try {
+      await handle.writeFile(content, "utf-8");
+      if (mode !== null) await handle.chmod(mode);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fsp.rename(temp, real);
+  } catch (err) {
+    await fsp.rm(temp, { force: true });
+    throw err;
+  }
+  const folder = await fsp.open(dir, "r");
+  try {
+    await folder.sync().catch(() => undefined);
+  } finally {
+    await folder.close();
+  }
+}
+
+function builtinTools(pi, cwd) {
+  const write = pi.createWriteToolDefinition(cwd, {
+    operations: {
+      writeFile: writeAtomically,
+      mkdir: (dir) => fsp.mkdir(dir, { recursive: true }).then(() => undefined),
+    },
+  });
+  const edit = pi.createEditToolDefinition(cwd, {
+    operations: {
+      readFile: (file) => fsp.readFile(file),
+      writeFile: writeAtomically,
+      access: (file) => fsp.access(file, fsConstants.R_OK | fsConstants.W_OK),
+    },
+  });
+  const bash = pi.createBashToolDefinition(cwd, {
+    spawnHook: ({ command, cwd: dir, env }) => ({ command, cwd: dir, env: scrubbedEnv(env) }),
+  });
+  return [write, edit, bash];
+}
+
+// --- the session ----------------------------------------------------------------------------
+
+async function createSession() {
+  const pi = await import(pathToFileURL(launch.piEntry).href);
+  const { cwd, agentDir } = launch;
+  const authStorage = pi.AuthStorage.inMemory();
+  const modelRegistry = pi.ModelRegistry.create(authStorage, path.join(agentDir, "models.json"));
+  const model = modelRegistry.find(launch.provider, launch.model);
+  if (!model) die(`the model ${launch.provider}/${launch.model} is not configured`, 1);
+  const settingsManager = pi.SettingsManager.inMemory({
+    retry: { enabled: false, provider: { maxRetries: launch.retries } },
+  });
+  const resourceLoader = new pi.DefaultResourceLoader({
+    cwd,
+    agentDir,
+    settingsManager,
+    noExtensions: true,
+    noSkills: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+    extensionFactories: [fenceExtension],
+    // Never a project's own .pi/SYSTEM.md: pi's default prompt plus wizard's notes.
+    systemPromptOverride: () => undefined,
+    appendSystemPromptOverride: () => [launch.systemPrompt],
+  });
+  await resourceLoader.reload();
+  const { session } = await pi.createAgentSession({
+    cwd,
+    agentDir,
+    authStorage,
+    modelRegistry,
+    model,
+    settingsManager,
+    resourceLoader,
+    sessionManager: pi.SessionManager.inMemory(cwd),
+    tools: launch.tools,
+    customTools: [...builtinTools(pi, cwd), ...launch.hostTools.map(hostTool)],
+  });
+  return session;
+}
+
+const session = await createSession();
+let lastAssistant = null;
+// The agent awaits its listeners: awaiting the write here is what paces pi to wizard's reading.
+session.agent.subscribe(async (event) => {
+  if (event.type === "message_end" && event.message.role === "assistant") lastAssistant = event.message;
+  const line = compact(event);
+  if (line !== null) await send(line);
+});
+
+function agentEnd(error) {
+  return {
+    type: "agent_end",
+    stopReason: error ? "error" : lastAssistant?.stopReason ?? "stop",
+    errorMessage: error ?? lastAssistant?.errorMessage ?? null,
+  };
+}
+
+function prompt(id, text) {
+  let accepted = false;
+  lastAssistant = null;
+  session
+    .prompt(text, {
+      preflightResult: (ok) => {
+        if (ok) {
+          accepted = true;
+          void respond(id, true);
+        }
+      },
+    })
+    .then(
+      () => send(agentEnd(null)),
+      (err) => (accepted ? send(agentEnd(err.message)) : respond(id, false, { error: err.message })),
+    );
+}
+
+async function handle(command) {
+  const id = command.id;
+  switch (command.type) {
+    case "prompt":
+      return prompt(id, command.message);
+    case "abort":
+      await session.abort();
+      return respond(id, true);
+    case "stats": {
+      const tokens = session.getSessionStats().tokens ?? {};
+      return respond(id, true, { data: { tokens } });
+    }
+    case "close":
+      await session.abort();
+      await respond(id, true);
+      session.dispose();
+      return process.exit(0);
+    default:
+      return respond(id, false, { error: `unknown command ${command.type}` });
+  }
+}
+
+let pending = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  pending += chunk;
+  let end;
+  while ((end = pending.indexOf("\n")) >= 0) {
+    const line = pending.slice(0, end).trim();
+    pending = pending.slice(end + 1);
+    if (!line) continue;
+    let command;
+    try {
+      command = JSON.parse(line);
+    } catch {
+      void respond(null, false, { error: "a command that is not JSON" });
+      continue;
+    }
+    handle(command).catch((err) => respond(command.id, false, { error: err.message }));
+  }
+});
+// stdin closed: wizard is done with this conversation.
+process.stdin.on("end", () => {
+  session.abort().finally(() => process.exit(0));
+});
+await send({ type: "ready" });
