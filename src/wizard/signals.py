@@ -112,10 +112,15 @@ class StopMarker:
     offset: int
 
 
-def first_stop_marker(text: str, gateway_marker: str = DEFAULT_GATEWAY_MARKER) -> StopMarker | None:
-    """Return whichever stop marker starts first in `text`: a skill's or the gateway's."""
+def first_stop_marker(
+    text: str, gateway_marker: str = DEFAULT_GATEWAY_MARKER, *, skill_markers: bool = True
+) -> StopMarker | None:
+    """Return whichever stop marker starts first in `text`: a skill's or the gateway's.
+
+    With `skill_markers=False` only the gateway's marker is looked for.
+    """
     found: list[StopMarker] = []
-    skill = _SKILL_ABORT.search(text)
+    skill = _SKILL_ABORT.search(text) if skill_markers else None
     if skill is not None and (reason := js_trim(skill.group(1))):
         found.append(StopMarker(reason=reason, source="skill", offset=skill.start()))
     gateway_reason = gateway_refusal_reason(text, gateway_marker)
@@ -123,6 +128,25 @@ def first_stop_marker(text: str, gateway_marker: str = DEFAULT_GATEWAY_MARKER) -
         offset = text.find(gateway_marker)
         found.append(StopMarker(reason=gateway_reason, source="gateway_policy", offset=offset))
     return min(found, key=lambda marker: marker.offset, default=None)
+
+
+def skill_abort_settled(text: str) -> tuple[int, bool]:
+    """Where the skill marker's outcome in a block is still open, for a streamed prefix `text`.
+
+    `text` is the part of a block received so far, ending at a line end; the regex's first
+    match in it held no skill marker. Returns `(offset, settled)`: `settled` when a match was
+    found (its reason was empty, so the block has no skill marker, whatever follows: the
+    regex takes the first match only); otherwise `offset` is the first `[ABORT]` followed by
+    nothing but whitespace, which more text may still turn into a match (`len(text)` if none).
+    """
+    offset = text.find(Marker.ABORT)
+    while offset >= 0:
+        if not js_trim(text[offset + len(Marker.ABORT) :]):
+            return offset, False
+        if _SKILL_ABORT.match(text, offset) is not None:
+            return len(text), True
+        offset = text.find(Marker.ABORT, offset + 1)
+    return len(text), False
 
 
 def last_status_line(text: str) -> str | None:

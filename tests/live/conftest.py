@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class LiveRun:
     gateway: ScriptedGateway
     recorder: EventRecorder
     pids: list[int] = field(default_factory=list)
+    sessions: list[PiSession] = field(default_factory=list)
 
     def assert_no_process_left(self) -> None:
         for pid in self.pids:
@@ -59,11 +60,13 @@ def session_pid(session: PiSession) -> int:
     return session.pid
 
 
-def watched_sessions(on_start: Callable[[PiSession], object]) -> Callable[[PiLaunch], PiSession]:
+def watched_sessions(
+    on_start: Callable[[PiSession], object], **launch_changes: Any
+) -> Callable[[PiLaunch], PiSession]:
     """A session factory for real pi sessions that calls `on_start` once each has started."""
 
     def factory(launch: PiLaunch) -> PiSession:
-        session = PiSession(launch)
+        session = PiSession(replace(launch, **launch_changes))
         start = session.start
 
         async def start_and_watch() -> None:
@@ -83,11 +86,18 @@ async def run_live(
     api: GatewayApi = "anthropic-messages",
     prompt: str = "Set up the program.",
     tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: (),
+    on_start: Callable[[PiSession], object] = lambda session: None,
+    **launch_changes: Any,
 ) -> LiveRun:
     """Run the pi harness on the real engine against `scenario`."""
     recorder = EventRecorder()
-    pids: list[int] = []
-    factory = watched_sessions(lambda session: pids.append(session_pid(session)))
+    sessions: list[PiSession] = []
+
+    def started(session: PiSession) -> None:
+        sessions.append(session)
+        on_start(session)
+
+    factory = watched_sessions(started, **launch_changes)
     async with ScriptedGateway(scenario) as gateway:
         inputs = RunInputs(
             project_dir=project,
@@ -99,4 +109,4 @@ async def run_live(
         )
         result = await PiHarness(session_factory=factory).run(inputs)
         assert await gateway.settled()
-    return LiveRun(result, gateway, recorder, pids)
+    return LiveRun(result, gateway, recorder, [session_pid(s) for s in sessions], sessions)

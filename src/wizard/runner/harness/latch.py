@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import asyncio
 
-from wizard.signals import DEFAULT_GATEWAY_MARKER, Marker, StopMarker, first_stop_marker, js_trim
+from wizard.signals import (
+    DEFAULT_GATEWAY_MARKER,
+    StopMarker,
+    first_stop_marker,
+    skill_abort_settled,
+)
 
 
 class StopLatch:
@@ -29,11 +34,11 @@ class StopLatch:
         """Stop listening: what follows is not a work turn."""
         self.armed = False
 
-    def offer(self, text: str) -> StopMarker | None:
+    def offer(self, text: str, *, skill_markers: bool = True) -> StopMarker | None:
         """Scan `text`; latch its first marker if armed and nothing is latched yet."""
         if not self.armed or self.marker is not None:
             return None
-        found = first_stop_marker(text, self.gateway_marker)
+        found = first_stop_marker(text, self.gateway_marker, skill_markers=skill_markers)
         if found is not None:
             self.marker = found
             self.fired.set()
@@ -47,14 +52,16 @@ class StopLatch:
 class BlockScanner:
     """Scans one streamed text block in linear time, complete lines first.
 
-    It keeps only the unsettled tail of the block (`_window`, starting at `_consumed`), so a
-    long reply costs time and memory in proportion to its length, not its square.
+    It keeps only the unsettled tail of the block (`_window`), so a long reply costs time and
+    memory in proportion to its length, not its square, and it latches exactly what scanning
+    the whole block at once would: once the block's first `[ABORT]` match is known to hold
+    no reason, no later skill marker of the block counts (only the gateway's can).
     """
 
     def __init__(self, latch: StopLatch) -> None:
         self._latch = latch
         self._window = ""
-        self._consumed = 0
+        self._skill_settled = False
 
     def feed(self, delta: str) -> None:
         """Add streamed text; scan the lines it completes."""
@@ -68,12 +75,9 @@ class BlockScanner:
 
     def _scan(self, end: int) -> None:
         complete = self._window[:end]
-        if self._latch.offer(complete) is not None:
+        if self._latch.offer(complete, skill_markers=not self._skill_settled) is not None:
             return
-        # Only a skill marker followed by nothing but whitespace can still become a match
-        # once more text arrives; everything before it is settled.
-        pending = complete.rfind(Marker.ABORT)
-        if pending < 0 or js_trim(complete[pending + len(Marker.ABORT) :]):
-            pending = end
-        self._window = self._window[pending:]
-        self._consumed += pending
+        keep = end
+        if not self._skill_settled:
+            keep, self._skill_settled = skill_abort_settled(complete)
+        self._window = self._window[keep:]

@@ -126,6 +126,9 @@ class PiSession:
         self._stderr = bytearray()
         self._tasks: list[asyncio.Task[None]] = []
         self._eof = asyncio.Event()
+        # What crossed the boundary from pi: the volume benchmarks and tests measure.
+        self.bytes_read = 0
+        self.lines_read = 0
         self._exits = contextlib.AsyncExitStack()
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -289,6 +292,8 @@ class PiSession:
         stream = self._process.stdout
         with contextlib.suppress(asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             while line := await stream.readuntil(b"\n"):
+                self.bytes_read += len(line)
+                self.lines_read += 1
                 if line.strip():
                     self._dispatch(line)
         self._on_eof()

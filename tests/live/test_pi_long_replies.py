@@ -1,0 +1,171 @@
+"""Long replies and large writes on the real pi engine, through wizard's pi host.
+
+pi's RPC mode wrote the whole message so far with every delta, so these runs crashed it
+(ENOBUFS, or V8 out of heap). The host's protocol carries each delta once and each message
+once: the volume wizard reads stays linear in the reply's length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.live.conftest import run_live
+from wizard.outcome import AgentErrorType
+from wizard.runner.harness.pi.session import PiSession
+
+pytestmark = pytest.mark.live
+
+APIS = ["anthropic-messages", "openai-completions"]
+DONE = [{"blocks": [{"text": "Done."}]}, {"blocks": [{"text": "[WIZARD-REMARK] -"}]}]
+NEVER = {"blocks": [{"text": "this response must never be requested"}]}
+# Per event, the protocol adds its envelope (type, index, quotes): well under this.
+ENVELOPE_BYTES = 96
+
+
+def prose(chars: int) -> str:
+    """`chars` characters of text in lines, holding no marker."""
+    line = "The agent explains what it is about to change, at length. " * 2 + "\n"
+    return (line * (chars // len(line) + 1))[:chars]
+
+
+def write(path: str, content: str) -> dict[str, Any]:
+    return {"tool_call": {"name": "write", "arguments": {"path": path, "content": content}}}
+
+
+def watch_events(session: PiSession, events: list[dict[str, Any]]) -> None:
+    session.subscribe(events.append)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_200k_reply_in_4_char_deltas_finishes_with_linear_volume(
+    tmp_path: Path, api: Any
+) -> None:
+    reply = prose(200_000)
+    scenario = {
+        "responses": [
+            {"blocks": [{"text": reply}, write("notes.txt", "ok")], "chunk_chars": 4},
+            *DONE,
+        ]
+    }
+    events: list[dict[str, Any]] = []
+    live = await run_live(tmp_path, scenario, api=api, on_start=lambda s: watch_events(s, events))
+    assert live.result.ok, live.result
+    assert (tmp_path / "notes.txt").read_text() == "ok"
+    streamed = "".join(e["delta"] for e in events if e["type"] == "text_delta")
+    assert streamed.startswith(reply)
+    (session,) = live.sessions
+    # Linear: the deltas once, the final message once, an envelope per line.
+    assert session.bytes_read <= 2 * len(reply) + ENVELOPE_BYTES * session.lines_read + 65_536
+    live.assert_no_process_left()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_protocol_never_carries_a_partial_message(tmp_path: Path, api: Any) -> None:
+    scenario = {
+        "responses": [
+            {
+                "blocks": [
+                    {"thinking": "weighing it up " * 500},
+                    {"text": prose(20000)},
+                    write("big.txt", "x" * 50000),
+                ],
+                "chunk_chars": 16,
+            },
+            *DONE,
+        ]
+    }
+    events: list[dict[str, Any]] = []
+    live = await run_live(tmp_path, scenario, api=api, on_start=lambda s: watch_events(s, events))
+    assert live.result.ok, live.result
+    for event in events:
+        assert not {"partial", "message", "messages", "assistantMessageEvent"} & set(event)
+        size = len(json.dumps(event))
+        if event["type"] == "text_delta":
+            assert size <= len(json.dumps(event["delta"])) + ENVELOPE_BYTES
+        elif event["type"] != "message_end":
+            assert size < 2_000, f"{event['type']} carries {size} bytes"
+    # Tool-call arguments are never relayed: the 50 kB file is only in the tool's preview.
+    assert sum(len(json.dumps(e)) for e in events) < 2 * 20_000 + 200 * len(events)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_150kb_file_written_in_16_char_pieces(tmp_path: Path, api: Any) -> None:
+    content = "".join(f"line {n}: some generated configuration\n" for n in range(4_000))
+    assert len(content) > 150_000
+    scenario = {"responses": [{"blocks": [write("generated.txt", content)], "chunk_chars": 16}]}
+    live = await run_live(tmp_path, {"responses": scenario["responses"] + DONE}, api=api)
+    assert live.result.ok, live.result
+    assert (tmp_path / "generated.txt").read_text() == content
+    live.assert_no_process_left()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_marker_after_100k_chars_stops_with_its_reason(tmp_path: Path, api: Any) -> None:
+    text = prose(100_000) + "[ABORT] the api is not enabled for this project\n" + prose(20_000)
+    scenario = {"responses": [{"blocks": [{"text": text}], "chunk_chars": 4}, NEVER]}
+    live = await run_live(tmp_path, scenario, api=api)
+    assert (live.result.error, live.result.message) == (
+        AgentErrorType.ABORT,
+        "the api is not enabled for this project",
+    )
+    assert len(live.gateway.requests) == 1
+    live.assert_no_process_left()
+
+
+async def test_a_reader_that_stops_fails_the_run_as_an_engine_error(tmp_path: Path) -> None:
+    scenario = {"responses": [{"blocks": [{"text": prose(200_000)}], "chunk_chars": 4}]}
+    stalled = threading.Event()
+
+    def stall_once(event: dict[str, Any]) -> None:
+        if event["type"] == "text_delta" and not stalled.is_set():
+            stalled.set()
+            time.sleep(5)  # wizard's loop reads nothing meanwhile
+
+    def on_start(session: PiSession) -> None:
+        session.subscribe(stall_once)
+
+    live = await run_live(tmp_path, scenario, on_start=on_start, stall_seconds=1)
+    assert live.result.error is AgentErrorType.API_ERROR
+    message = live.result.message or ""
+    assert "wizard stopped reading the engine's events for 1 s" in message
+    assert "    at " not in message, "a Node stack trace reached the error screen"
+    live.assert_no_process_left()
+
+
+async def test_killing_pi_during_a_2mb_write_leaves_the_old_file_whole(tmp_path: Path) -> None:
+    old = "old line\n" * 100_000
+    new = "".join(f"new line {n}\n" for n in range(160_000))
+    assert len(new) > 2_000_000
+    target = tmp_path / "big.txt"
+    target.write_text(old)
+    scenario = {"responses": [{"blocks": [write("big.txt", new)], "chunk_chars": 65_536}]}
+    caught = threading.Event()
+
+    def kill_mid_write(session: PiSession) -> None:
+        pid = session.pid
+        assert pid is not None
+
+        def watch() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not caught.is_set():
+                if any(name.startswith(".big.txt.wizard-") for name in os.listdir(tmp_path)):
+                    os.kill(pid, signal.SIGKILL)
+                    caught.set()
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    live = await run_live(tmp_path, scenario, on_start=kill_mid_write)
+    assert caught.is_set(), "the write never started"
+    assert live.result.error is AgentErrorType.API_ERROR
+    assert target.read_text() in (old, new), "the file was left half-written"
+    await asyncio.sleep(0)
+    live.assert_no_process_left()
