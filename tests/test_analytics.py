@@ -7,12 +7,16 @@ import http.server
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from wizard.analytics import Analytics, analytics_from_env, event_name
 from wizard.events import AnalyticsEvent, LogLine
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.types import GatewaySettings, RunInputs
+from wizard.testing.fake_session import FakePiSession
 
 
 @pytest.fixture
@@ -60,6 +64,28 @@ def test_events_arrive_with_their_properties(capture: tuple[str, list[dict[str, 
     assert first["properties"]["reason"] == "the api is not enabled"
     assert first["properties"]["source"] == "gateway_policy"
     assert first["properties"]["program"] == "transactional-email"
+
+
+async def test_the_harness_tags_a_gateway_refusal_on_delivery(
+    tmp_path: Path, capture: tuple[str, list[dict[str, Any]]]
+) -> None:
+    host, received = capture
+    analytics = Analytics("phc_test", host, {"program": "transactional-email"})
+    fake = FakePiSession([[{"blocks": [{"text": "[posthog:abort] Blocked by policy."}]}]])
+    inputs = RunInputs(
+        project_dir=tmp_path,
+        prompt="go",
+        model="scripted-1",
+        gateway=GatewaySettings(url="http://127.0.0.1:9"),
+        sink=analytics,
+    )
+    result = await PiHarness(session_factory=fake).run(inputs)
+    analytics.shutdown()
+    assert result.abort_source == "gateway_policy"
+    (event,) = received
+    assert event["event"] == "wizard: agent aborted"
+    assert event["properties"]["source"] == "gateway_policy"
+    assert {"duration_ms", "model"} <= set(event["properties"])
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,10 @@ the next event, as pi does. A prompt past the end of the script fails the test, 
 
 A turn is a list of messages; a message is `{"blocks": [...]}` with blocks shaped like the
 scripted gateway's (`{"text"}`, `{"thinking"}`, `{"tool_call": {"name", "arguments"}}`),
-plus optional `"stop_reason"`/`"error"`. A turn may instead be `{"raise": "message"}`, which
-makes `prompt()` fail the way a broken engine does.
+plus optional `"stop_reason"`/`"error"`, and `"raise": "message"` to make `prompt()` fail the
+way a broken engine does once that message has ended. A turn may instead be
+`{"raise": "message"}`, which fails at once. With `stream_text=False` no text is streamed:
+each message arrives whole at `message_end`.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ class FakePiSession:
         turns: Sequence[Turn],
         *,
         chunk_chars: int = 4,
+        stream_text: bool = True,
         stats: SessionStats | None = None,
         builtin_results: dict[str, str] | None = None,
     ) -> None:
         self.turns = list(turns)
         self.chunk_chars = chunk_chars
+        self.stream_text = stream_text
         self.prompts: list[str] = []
         self.aborts = 0
         self.events: list[dict[str, Any]] = []
@@ -112,6 +116,8 @@ class FakePiSession:
         for spec in messages:
             calls: list[dict[str, Any]] = []
             result = await self._stream_message(spec, calls)
+            if "raise" in spec:
+                raise EngineError(str(spec["raise"]))
             if self._aborted.is_set():
                 break
             await self._run_tools(calls)
@@ -147,6 +153,9 @@ class FakePiSession:
         if "text" not in block:  # the host forwards no thinking and no tool-call arguments
             return not self._aborted.is_set()
         body = block["text"]
+        if not self.stream_text:
+            texts.append(body)
+            return not self._aborted.is_set()
         texts.append("")
         await self._emit({"type": "text_start", "index": index})
         for start in range(0, len(body), self.chunk_chars):

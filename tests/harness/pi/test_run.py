@@ -5,6 +5,7 @@ One test (or a few) per item of checklist §10.2 (items 11–30).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +119,20 @@ async def test_12_a_prompt_holding_a_marker_does_not_stop_the_run(tmp_path: Path
     assert (await h.run()).ok
 
 
-async def test_13_blocks_are_not_joined(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("x [ABORT] reason"), text("more"))]])
+@pytest.mark.parametrize("stream_text", [True, False], ids=["streamed", "message-end-only"])
+async def test_13_blocks_are_not_joined(tmp_path: Path, stream_text: bool) -> None:
+    h = Harnessed(
+        tmp_path, [[msg(text("x [ABORT] reason"), text("more"))]], stream_text=stream_text
+    )
     assert (await h.run()).message == "reason"
+
+
+async def test_11_message_end_alone_ends_the_run_on_its_second_block(tmp_path: Path) -> None:
+    turns: list[Turn] = [[msg(text("Looking."), text("[ABORT] found at message_end"))]]
+    h = Harnessed(tmp_path, turns, stream_text=False)
+    result = await h.run()
+    assert (result.error, result.message) == (AgentErrorType.ABORT, "found at message_end")
+    assert not any(e["type"] == "text_delta" for e in h.fake.events)
 
 
 async def test_14_the_first_marker_wins_over_later_ones(tmp_path: Path) -> None:
@@ -199,6 +211,31 @@ async def test_20_the_remark_reply_never_ends_a_run(tmp_path: Path, reply: str) 
     assert h.fake.prompts[-1] == REMARK_INSTRUCTION
     assert h.fake.aborts == 0
     assert "agent completed" in h.names()
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("[ERROR-MCP-MISSING] in the remark", None),
+        ("[ERROR-RESOURCE-MISSING] in the remark", None),
+        ("[DASHBOARD_URL] https://remark/d/9", None),
+    ],
+)
+async def test_20_the_remark_reply_never_reclassifies_a_run(
+    tmp_path: Path, reply: str, expected: AgentErrorType | None
+) -> None:
+    h = Harnessed(tmp_path, [[WORK, DONE], [msg(text(f"[WIZARD-REMARK] ok\n{reply}"))]])
+    result = await h.run()
+    assert result == AgentResult(expected)
+    assert h.names() == ["wizard remark", "agent completed"]
+
+
+async def test_20_a_tool_call_in_the_remark_reply_is_no_progress(tmp_path: Path) -> None:
+    remark_with_tool = [msg(tool("read", path="README.md")), msg(text("[WIZARD-REMARK] -"))]
+    h = Harnessed(tmp_path, [[msg(text("I looked and did nothing."))], remark_with_tool])
+    result = await h.run()
+    assert result.error is AgentErrorType.NO_PROGRESS
+    assert "agent no progress" in h.names()
 
 
 async def test_21_gateway_refusal_returns_its_source(tmp_path: Path) -> None:
@@ -288,8 +325,9 @@ async def test_27_status_and_urls_of_the_aborting_turn_still_apply(tmp_path: Pat
         tmp_path,
         [[msg(text("[STATUS] Checking Stripe\n[DASHBOARD_URL] https://d/1\n[ABORT] no stripe"))]],
     )
-    await h.run()
+    result = await h.run()
     assert SpinnerMessage("Checking Stripe") in h.recorder.events
+    assert result.dashboard_url == "https://d/1"
 
 
 async def test_28_text_tool_call_text_marker(tmp_path: Path) -> None:
@@ -322,10 +360,38 @@ async def test_29_engine_failure_before_a_marker_is_never_an_abort(tmp_path: Pat
     assert result.error is AgentErrorType.API_ERROR
 
 
-async def test_29_engine_failure_after_a_latch_is_still_the_abort(tmp_path: Path) -> None:
+async def test_29_a_model_error_after_a_latch_is_still_the_abort(tmp_path: Path) -> None:
     h = Harnessed(tmp_path, [[msg(text("[ABORT] real reason"), error="terminated")]])
     result = await h.run()
     assert (result.error, result.message) == (AgentErrorType.ABORT, "real reason")
+
+
+async def test_29_an_engine_exception_after_a_latch_is_still_the_abort(tmp_path: Path) -> None:
+    turn = [{**msg(text("[ABORT] real reason\n")), "raise": "pi exited unexpectedly"}]
+    h = Harnessed(tmp_path, [turn])
+    result = await h.run()
+    assert (result.error, result.message) == (AgentErrorType.ABORT, "real reason")
+    assert h.recorder.spinner_stops() == ["Wizard aborted"]
+
+
+async def test_a_custom_refusal_marker_through_the_harness(tmp_path: Path) -> None:
+    custom = Harnessed(tmp_path, [[msg(text("[acme:refuse] not allowed here"))]])
+    custom.inputs = replace(
+        custom.inputs,
+        gateway=GatewaySettings(url="http://127.0.0.1:9", refusal_marker="[acme:refuse]"),
+    )
+    result = await custom.run()
+    assert (result.error, result.message, result.abort_source) == (
+        AgentErrorType.ABORT,
+        "not allowed here",
+        "gateway_policy",
+    )
+    default = Harnessed(tmp_path, [[WORK, msg(text("[posthog:abort] not ours"))], REMARK])
+    default.inputs = replace(
+        default.inputs,
+        gateway=GatewaySettings(url="http://127.0.0.1:9", refusal_marker="[acme:refuse]"),
+    )
+    assert (await default.run()).ok
 
 
 async def test_30_success_without_markers(tmp_path: Path) -> None:
@@ -343,11 +409,12 @@ async def test_30_success_without_markers(tmp_path: Path) -> None:
 async def test_30_open_tasks_get_nudges_then_incomplete(tmp_path: Path) -> None:
     idle = [msg(text("thinking about it"))]
     turns: list[Turn] = [[msg(tool("TaskCreate", content="t")), msg(text("pause"))]]
-    turns += [idle] * MAX_CONTINUE_NUDGES + [REMARK]
+    turns += [idle] * 20 + [REMARK]
     h = Harnessed(tmp_path, turns)
     result = await h.run()
     assert result.error is AgentErrorType.INCOMPLETE_TASKS
-    assert h.fake.prompts.count(CONTINUE_INSTRUCTION) == MAX_CONTINUE_NUDGES
+    assert MAX_CONTINUE_NUDGES == 20, "the spec's cap is 20 nudges"
+    assert h.fake.prompts.count(CONTINUE_INSTRUCTION) == 20
     assert "agent incomplete tasks" in h.names()
 
 

@@ -72,6 +72,17 @@ def test_unmatched_abort_is_the_generic_screen(tmp_path: Path) -> None:
     assert recorder.analytics("agent aborted")[0].properties["matched"] is None
 
 
+def test_an_abort_without_a_reason_gets_the_generic_body(tmp_path: Path) -> None:
+    outcome = route_result(
+        context(tmp_path, skill_program("foo")), AgentResult(AgentErrorType.ABORT, None, "skill")
+    )
+    assert outcome.outro is not None
+    assert (outcome.outro.message, outcome.outro.body) == (
+        "foo aborted",
+        "The agent aborted the program.",
+    )
+
+
 def test_period_misses_the_case(tmp_path: Path) -> None:
     outcome = route_result(
         context(tmp_path, get_program("mcp-analytics")), abort("no mcp server found.")

@@ -4,6 +4,9 @@ Markers count only in the text blocks of assistant messages: streamed text is sc
 block as it arrives (`text_delta`, keyed by the block's `index`), and each complete assistant
 message is scanned block by block at `message_end`. Thinking, tool-call arguments, tool
 results and user messages never reach this listener.
+
+The remark turn (after `enter_remark()`) is read only for the remark itself: nothing in it,
+text or tool call, changes how the run is classified.
 """
 
 from __future__ import annotations
@@ -27,10 +30,23 @@ class RunListener:
         self.dashboard_url: str | None = None
         self.notebook_url: str | None = None
         self._scanners: dict[int, BlockScanner] = {}
+        self._remarks = OutputSignals(max_lines=8)
+        self._in_remark = False
+
+    def enter_remark(self) -> None:
+        """What follows is the remark reply: it can neither end nor reclassify the run."""
+        self.latch.disarm()
+        self._in_remark = True
+
+    def remark(self) -> str | None:
+        """The agent's remark: from the remark reply, else from a work turn."""
+        return self._remarks.remark() or self.signals.remark()
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         index = int(event.get("index", 0))
+        if self._in_remark and kind in ("text_start", "text_delta", "text_end"):
+            return
         if kind == "text_start":
             self._scanners[index] = self.latch.scanner()
         elif kind == "text_delta":
@@ -41,7 +57,8 @@ class RunListener:
         elif kind == "message_end":
             self._on_assistant_message(event)
         elif kind == "tool_start":
-            self.tool_calls += 1
+            if not self._in_remark:
+                self.tool_calls += 1
             self.sink(LogLine(f"→ {event.get('name')} {event.get('args')}", "debug"))
         elif kind == "tool_end" and event.get("isError"):
             self.sink(LogLine(f"✗ {event.get('name')}: {event.get('result')}", "debug"))
@@ -62,6 +79,9 @@ class RunListener:
         if not text:
             return
         self.sink(LogLine(text[:1000], "debug"))
+        if self._in_remark:
+            self._remarks.push(text)
+            return
         self.dashboard_url = dashboard_url(text) or self.dashboard_url
         self.notebook_url = notebook_url(text) or self.notebook_url
         if status := last_status_line(text):

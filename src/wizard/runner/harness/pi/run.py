@@ -174,7 +174,7 @@ class PiHarness:
 
     @staticmethod
     async def _remark(session: AgentSession, run: _Run) -> None:
-        run.latch.disarm()  # the remark reply is not a work turn: it never ends a run
+        run.listener.enter_remark()  # not a work turn: it never ends or reclassifies a run
         try:
             await session.prompt(REMARK_INSTRUCTION)
         except EngineError as exc:
@@ -186,7 +186,14 @@ class PiHarness:
         run.stop("Wizard aborted")
         extra = {"source": "gateway_policy"} if marker.source == "gateway_policy" else {}
         run.emit("agent aborted", **run.timing(), **extra)
-        return AgentResult(AgentErrorType.ABORT, marker.reason, marker.source)
+        listener = run.listener
+        return AgentResult(
+            AgentErrorType.ABORT,
+            marker.reason,
+            marker.source,
+            dashboard_url=listener.dashboard_url,
+            notebook_url=listener.notebook_url,
+        )
 
     def _violated(self, run: _Run) -> AgentResult:
         run.stop("Security violation detected")
@@ -225,7 +232,7 @@ class PiHarness:
 
     async def _succeeded(self, session: AgentSession, run: _Run) -> AgentResult:
         listener = run.listener
-        if remark := listener.signals.remark():
+        if remark := listener.remark():
             run.emit("wizard remark", remark=remark)
         if (detail := listener.signals.skill_install_failure()) is not None:
             run.emit("agent continued without skill", detail=detail)
