@@ -1,4 +1,9 @@
-"""The interactive view of a run: a spinner with the latest `[STATUS]`, and the task list."""
+"""The interactive view of a run: a spinner with the latest `[STATUS]`, and the task list.
+
+The spinner and the live task list are a transient region: when the step ends it is erased,
+and the final task list and the stop message are printed once, so the finished screen holds
+no spinner frame and no task twice.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +64,9 @@ class LiveView:
 
     def _start(self) -> None:
         if self._live is None and self.console.is_terminal:
-            self._live = Live(self._render(), console=self.console, refresh_per_second=10)
+            self._live = Live(
+                self._render(), console=self.console, refresh_per_second=10, transient=True
+            )
             self._live.start()
         elif not self.console.is_terminal:
             self.console.print(Text(f"◌  {self._message}"))

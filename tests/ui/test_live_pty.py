@@ -1,0 +1,69 @@
+"""The live view on a real pseudo-terminal, read back through a terminal emulator (pyte)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+
+import pyte
+
+SCRIPT = """
+import time
+from rich.console import Console
+from wizard.events import SpinnerMessage, SpinnerStarted, SpinnerStopped, TasksChanged, TaskView
+from wizard.ui.live import LiveView
+
+view = LiveView(Console(width=80))
+view(SpinnerStarted("Setting up transactional email..."))
+tasks = (TaskView("1", "Add the client", "in_progress"), TaskView("2", "Write the report", "pending"))
+view(TasksChanged(tasks))
+time.sleep(0.4)
+view(SpinnerMessage("Editing the mailer"))
+done = (TaskView("1", "Add the client", "completed"), TaskView("2", "Write the report", "completed"))
+view(TasksChanged(done))
+time.sleep(0.4)
+view(SpinnerStopped("Setup complete"))
+view.close()
+"""
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def _run_on_a_pty() -> list[str]:
+    primary, secondary = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"}
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT], stdin=secondary, stdout=secondary, stderr=secondary,
+        env=env, close_fds=True,
+    )  # fmt: skip
+    os.close(secondary)
+    output = b""
+    while True:
+        ready, _, _ = select.select([primary], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(primary)
+    assert process.wait(30) == 0, output.decode(errors="replace")
+    screen = pyte.Screen(80, 24)
+    pyte.ByteStream(screen).feed(output)
+    return [line.rstrip() for line in screen.display]
+
+
+def test_the_finished_screen_has_no_spinner_frame_and_each_task_once() -> None:
+    lines = _run_on_a_pty()
+    shown = "\n".join(lines)
+    assert not any(frame in shown for frame in SPINNER_FRAMES), shown
+    assert sum("Add the client" in line for line in lines) == 1, shown
+    assert sum("Write the report" in line for line in lines) == 1, shown
+    assert "●  Setup complete" in shown
+    assert "◇  Editing the mailer" in shown
