@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -102,3 +108,105 @@ def test_engines_status() -> None:
 def test_unknown_engine() -> None:
     result = runner.invoke(app, ["engines", "install", "claude"])
     assert result.exit_code == 2
+
+
+def _run_args(project: Path, *extra: str) -> list[str]:
+    return ["run", "transactional-email", "--project", str(project), *extra]
+
+
+def test_a_project_that_is_a_file_is_not_a_directory(tmp_path: Path) -> None:
+    file = tmp_path / "app.py"
+    file.write_text("print('hi')\n")
+    result = runner.invoke(app, _run_args(file, "--gateway-url", "http://127.0.0.1:9"))
+    assert result.exit_code == 2
+    assert f"{file} is not a directory" in result.output and "does not exist" not in result.output
+
+
+@pytest.fixture
+def read_only_project(tmp_path: Path) -> Iterator[Path]:
+    """A project even root cannot write to (the immutable attribute), or a chmod'ed one."""
+    project = tmp_path / "ro"
+    project.mkdir()
+    if os.geteuid() == 0:
+        if shutil.which("chattr") is None:
+            pytest.skip("chattr is needed to make a folder read-only for root")
+        subprocess.run(["chattr", "+i", str(project)], check=True)
+        yield project
+        subprocess.run(["chattr", "-i", str(project)], check=True)
+    else:
+        project.chmod(0o555)
+        yield project
+        project.chmod(0o755)
+
+
+def test_a_read_only_project_is_refused_before_the_agent_starts(read_only_project: Path) -> None:
+    result = runner.invoke(app, _run_args(read_only_project, "--gateway-url", "http://127.0.0.1:9"))
+    assert result.exit_code == 2, result.output
+    assert "cannot be written" in result.output and "make the folder writable" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_an_unknown_skill_is_a_usage_error_before_the_gateway(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["skill", "transactional-emial", "--project", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "Unknown skill 'transactional-emial'" in result.output
+    assert "Did you mean 'transactional-email'?" in result.output
+    assert "gateway" not in result.output.lower()
+
+
+def test_a_malformed_skill_names_the_users_own_file(tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "mine" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("no front matter here\n")
+    args = ["skill", "mine", "--project", str(tmp_path), "--skills-dir", str(tmp_path / "skills")]
+    result = runner.invoke(app, [*args, "--gateway-url", "http://127.0.0.1:9"])
+    assert result.exit_code == 2
+    assert f"Malformed skill {skill}: no front matter" in result.output
+    assert "wizard-skill-" not in result.output  # no staging copy that is already gone
+
+
+def test_a_skill_that_is_not_utf8_is_a_clear_skill_error(tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "latin" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_bytes(b"---\nname: latin\ndescription: caf\xe9\n---\n")
+    args = ["skill", "latin", "--project", str(tmp_path), "--skills-dir", str(tmp_path / "skills")]
+    result = runner.invoke(app, [*args, "--gateway-url", "http://127.0.0.1:9"])
+    assert result.exit_code == 2
+    assert f"Malformed skill {skill}: it is not UTF-8 text" in result.output
+
+
+def test_a_skills_dir_setting_that_does_not_exist_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIZARD_SKILLS_DIR", str(tmp_path / "nope"))
+    result = runner.invoke(app, _run_args(tmp_path, "--gateway-url", "http://127.0.0.1:9"))
+    assert result.exit_code == 2
+    assert f"The skills folder {tmp_path / 'nope'} (WIZARD_SKILLS_DIR) does not exist" in (
+        result.output
+    )
+
+
+def test_a_usage_error_still_writes_the_outcome_for_machines(tmp_path: Path) -> None:
+    outcome_file = tmp_path / "outcome.json"
+    result = runner.invoke(
+        app, ["run", "nope", "--ci", "--outcome-json", str(outcome_file)], catch_exceptions=False
+    )
+    assert result.exit_code == 2
+    last = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (last["event"], last["status"], last["exit_code"]) == ("outcome", "usage_error", 2)
+    assert last["reason"] == "Unknown program 'nope'."
+    datetime.fromisoformat(last["ts"])
+    saved = json.loads(outcome_file.read_text())
+    assert (saved["status"], saved["exit_code"], saved["run_id"]) == (
+        "usage_error",
+        2,
+        last["run_id"],
+    )
+
+
+def test_no_log_file_is_created_before_a_run_starts(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "transactional-email", "--project", str(tmp_path)])
+    assert result.exit_code == 2  # no gateway configured
+    logs = tmp_path / "logs"
+    assert not logs.exists() or list(logs.iterdir()) == []
+    assert "Log file" not in result.output

@@ -68,10 +68,13 @@ def _root(
     """Run LLM coding agents through setup programs."""
 
 
-def _usage_error(error: WizardError) -> typer.Exit:
-    typer.echo(f"error: {error.message}", err=True)
-    if error.hint:
-        typer.echo(error.hint, err=True)
+def _usage_error(
+    error: WizardError, program: str = "", ci: bool = False, outcome_json: Path | None = None
+) -> typer.Exit:
+    """Report a refused run (stderr, and the outcome for machines); exit code 2."""
+    from wizard.launch import report_usage_error, usage_outcome
+
+    report_usage_error(usage_outcome(program, error), ci, outcome_json)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -87,7 +90,7 @@ def _launch(
     try:
         outcome = launch(program, options, os.environ, services, after)
     except WizardError as exc:
-        raise _usage_error(exc) from exc
+        raise _usage_error(exc, program.id, options.ci, outcome_json) from exc
     if outcome_json is not None:
         outcome_json.write_text(outcome.to_json() + "\n")
     raise typer.Exit(exit_code(outcome))
@@ -138,7 +141,7 @@ def run(
     try:
         config = get_program(program)
     except WizardError as exc:
-        raise _usage_error(exc) from exc
+        raise _usage_error(exc, program, ci, outcome_json) from exc
     gateway = (gateway_url, gateway_key, gateway_api)
     options = _options(project, harness, sequence, model, skills_dir, ci, gateway, verbose)
     _launch(config, options, outcome_json)
@@ -188,7 +191,7 @@ def demo(
         try:
             setup = prepare_demo(scenario, Path(workdir))
         except WizardError as exc:
-            raise _usage_error(exc) from exc
+            raise _usage_error(exc, "demo", ci, outcome_json) from exc
         print_demo_intro(setup, ci)
         options = _options(
             setup.project, "pi", "linear", DEMO_MODEL, None, ci, (None, None, None), verbose

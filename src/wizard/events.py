@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,15 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class ToolCalled:
+    """The agent called a tool; long argument values are cut short."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True)
 class AnalyticsEvent:
     """A product-analytics event, named as the TypeScript wizard names it."""
 
@@ -74,8 +84,27 @@ class AnalyticsEvent:
     kind: Literal["analytics"] = "analytics"
 
 
-Event = SpinnerStarted | SpinnerMessage | SpinnerStopped | TasksChanged | LogLine | AnalyticsEvent
+Event = (
+    SpinnerStarted
+    | SpinnerMessage
+    | SpinnerStopped
+    | TasksChanged
+    | LogLine
+    | ToolCalled
+    | AnalyticsEvent
+)
 EventSink = Callable[[Event], None]
+
+
+def iso_now() -> str:
+    """The current time as an ISO 8601 UTC timestamp, to the millisecond."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def event_record(event: Event, run_id: str) -> dict[str, Any]:
+    """One event as a JSON-ready record: its kind, an ISO timestamp, the run id, its fields."""
+    data = asdict(event)
+    return {"event": data.pop("kind"), "ts": iso_now(), "run_id": run_id, **data}
 
 
 class EventBus:

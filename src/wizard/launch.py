@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
 from wizard.analytics import analytics_from_env
+from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink
 from wizard.outcome import Outcome, Outro
 from wizard.programs.types import ProgramBinding, ProgramConfig
-from wizard.runlog import RunLog, default_log_path
+from wizard.runlog import RunLog
 from wizard.runner import RunRequest, run_program
 from wizard.runner.gateway import GatewayFlags
 from wizard.skills.sources import (
@@ -50,18 +52,50 @@ class LaunchOptions:
     verbose: bool = False
 
 
+def new_run_id() -> str:
+    """A fresh id for one run: names its log file and tags its events and outcome."""
+    return uuid.uuid4().hex[:12]
+
+
 def skill_source(skills_dir: Path | None, environ: Mapping[str, str]) -> SkillSource:
     """Local folder first, then the remote menu, then the bundled skills."""
     sources: list[SkillSource] = []
+    setting = "--skills-dir" if skills_dir else "WIZARD_SKILLS_DIR"
     local = skills_dir or (
         Path(environ["WIZARD_SKILLS_DIR"]) if environ.get("WIZARD_SKILLS_DIR") else None
     )
     if local is not None:
+        if not local.is_dir():
+            raise UsageError(
+                f"The skills folder {local} ({setting}) does not exist.",
+                f"Point {setting} at a folder of skills (one sub-folder with a SKILL.md each), "
+                "or leave it unset to use the bundled skills.",
+            )
         sources.append(DirectorySkills(local))
     if environ.get("WIZARD_SKILLS_URL"):
         sources.append(RemoteSkills(environ["WIZARD_SKILLS_URL"]))
     sources.append(BundledSkills())
     return ChainedSkills(sources)
+
+
+def usage_outcome(program_id: str, error: WizardError) -> Outcome:
+    """The outcome of a run refused before it started (bad input or configuration)."""
+    outro = Outro("error", error.message, error.hint)
+    return Outcome(
+        "usage_error", program_id, reason=error.message, outro=outro, run_id=new_run_id()
+    )
+
+
+def report_usage_error(outcome: Outcome, ci: bool, outcome_json: Path | None) -> None:
+    """Say why a run was refused: on stderr, and as the `--ci` outcome line and JSON file."""
+    console = make_console(sys.stderr)
+    console.print(f"error: {outcome.reason}", markup=False, soft_wrap=True)
+    if outcome.outro is not None and outcome.outro.body:
+        console.print(outcome.outro.body, markup=False, soft_wrap=True)
+    if ci:
+        CiOutput(sys.stdout, outcome.run_id or "").outcome(outcome)
+    if outcome_json is not None:
+        outcome_json.write_text(outcome.to_json() + "\n")
 
 
 def cancelled_outcome(program: ProgramConfig, binding: ProgramBinding) -> Outcome:
@@ -87,14 +121,14 @@ def launch(
     `services` may run things for the length of the run inside its event loop (the demo's
     gateway) and give extra environment; `after_run` prints anything after the outro.
     """
+    run_id = new_run_id()
     console = make_console(sys.stderr if options.ci else sys.stdout)
-    ci = CiOutput(sys.stdout) if options.ci else None
+    ci = CiOutput(sys.stdout, run_id) if options.ci else None
     live = LiveView(console, verbose=options.verbose) if ci is None else None
     view: EventSink = ci if ci is not None else cast(LiveView, live)
-    log = RunLog(default_log_path())
-    analytics = analytics_from_env(environ, {"program": program.id})
+    log = RunLog(run_id, on_open=lambda path: console.print(f"[dim]Log file: {path}[/dim]"))
+    analytics = analytics_from_env(environ, {"program": program.id, "run_id": run_id})
     bus = EventBus(log, view, *([analytics] if analytics is not None else []))
-    console.print(f"[dim]Log file: {log.path}[/dim]")
     with ExitStack() as stack:
         stack.callback(log.close)
         if analytics is not None:
@@ -106,6 +140,7 @@ def launch(
             outcome = asyncio.run(_run(program, options, environ, bus, ask, services))
         except KeyboardInterrupt:
             outcome = cancelled_outcome(program, options.binding)
+    outcome = replace(outcome, run_id=run_id)
     if ci is not None:
         ci.outcome(outcome)
     console.print(render_outro(outcome))

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from wizard.signals import AbortSource
 
-OutcomeStatus = Literal["succeeded", "aborted", "failed", "cancelled"]
+OutcomeStatus = Literal["succeeded", "aborted", "failed", "cancelled", "usage_error"]
 OutroKind = Literal["success", "error", "cancel"]
 
 
@@ -71,6 +71,7 @@ class Outcome:
     reason: str | None = None
     source: AbortSource | None = None
     outro: Outro | None = None
+    run_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""
@@ -95,9 +96,10 @@ _EXIT_CODES: dict[OutcomeStatus, int] = {
     "failed": EXIT_FAILED,
     "aborted": EXIT_ABORTED,
     "cancelled": EXIT_CANCELLED,
+    "usage_error": EXIT_USAGE,
 }
 
 
 def exit_code(outcome: Outcome) -> int:
-    """The process exit code for `outcome`: 0, 1, 3 or 130 (2 is the CLI's usage error)."""
+    """The process exit code for `outcome`: 0, 1, 2, 3 or 130."""
     return _EXIT_CODES[outcome.status]

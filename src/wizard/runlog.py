@@ -1,41 +1,46 @@
-"""The run's log file: every event, one line each, for the user and for bug reports."""
+"""The run's log file: every event as one JSON line, for the user and for bug reports.
+
+Each run gets its own file, named with its start time and run id, created with the first
+event (so a usage error before the run starts leaves no empty log behind).
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from dataclasses import asdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from wizard.events import Event
+from wizard.events import Event, event_record
 
 
-def default_log_path() -> Path:
-    """A fresh log file under the cache directory (`WIZARD_LOG_DIR` overrides it)."""
-    base = os.environ.get("WIZARD_LOG_DIR")
-    root = (
-        Path(base)
-        if base
-        else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wizard" / "logs"
-    )
-    root.mkdir(parents=True, exist_ok=True)
-    return root / time.strftime("run-%Y%m%d-%H%M%S.log")
+def log_dir() -> Path:
+    """Where run logs go (`WIZARD_LOG_DIR`, else the cache directory)."""
+    if base := os.environ.get("WIZARD_LOG_DIR"):
+        return Path(base)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wizard" / "logs"
 
 
 class RunLog:
-    """An event sink that appends every event to a file."""
+    """An event sink that appends every event of one run to its own JSON Lines file."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._file: TextIO = path.open("a", encoding="utf-8")
+    def __init__(self, run_id: str, on_open: Callable[[Path], None] = lambda path: None) -> None:
+        self.run_id = run_id
+        self.path = log_dir() / time.strftime(f"run-%Y%m%d-%H%M%S-{run_id}.jsonl")
+        self._on_open = on_open
+        self._file: TextIO | None = None
 
     def __call__(self, event: Event) -> None:
-        data = asdict(event)
-        kind = data.pop("kind")
-        self._file.write(f"{time.strftime('%H:%M:%S')} {kind} {data}\n")
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("x", encoding="utf-8")
+            self._on_open(self.path)
+        self._file.write(json.dumps(event_record(event, self.run_id), default=str) + "\n")
         self._file.flush()
 
     def close(self) -> None:
-        """Close the file."""
-        self._file.close()
+        """Close the file, if the run wrote one."""
+        if self._file is not None:
+            self._file.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.live.conftest import _descendants, session_pid, watched_sessions
-from wizard.events import EventRecorder, LogLine
+from wizard.events import EventRecorder, ToolCalled
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
@@ -54,7 +54,7 @@ async def test_cancelling_a_run_mid_tool_leaves_no_process(tmp_path: Path) -> No
             PiHarness(session_factory=factory).run(_inputs(tmp_path, gateway.url, recorder))
         )
         for _ in range(600):
-            started = any(isinstance(e, LogLine) and "→ bash" in e.message for e in recorder.events)
+            started = any(isinstance(e, ToolCalled) and e.name == "bash" for e in recorder.events)
             if started and pids and _slow_running(pids[0]):
                 break
             await asyncio.sleep(0.05)

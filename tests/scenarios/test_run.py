@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,19 @@ def test_run_ends_on_the_matched_abort_case(tmp_path: Path, gateway_process: Any
         timeout=240,
     )
     assert proc.returncode == 3, proc.stderr[-3000:]
-    outcome = ci_lines(proc.stdout)[-1]
+    lines = ci_lines(proc.stdout)
+    outcome = lines[-1]
     assert outcome["outro"]["message"] == "Could not find a Stripe integration"
+    # Every line carries an ISO timestamp and the run id; tool calls are JSON objects.
+    assert {line["run_id"] for line in lines} == {outcome["run_id"]}
+    for line in lines:
+        datetime.fromisoformat(line["ts"])
+    (call,) = [line for line in lines if line["event"] == "tool_call"]
+    assert call["name"] == "read"
+    assert call["arguments"] == {"path": ".claude/skills/revenue-analytics/SKILL.md"}
+    (run_log,) = (tmp_path / "logs").glob(f"*-{outcome['run_id']}.jsonl")
+    logged = [json.loads(line) for line in run_log.read_text().splitlines()]
+    assert [entry["event"] for entry in logged] == [line["event"] for line in lines[:-1]]
     assert outcome["outro"]["docs_url"] == "https://posthog.com/docs/revenue-analytics"
     requests = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["model"] for r in requests] == ["m-1", "m-1"]
@@ -160,7 +172,7 @@ def test_ctrl_c_ends_the_run_cleanly(tmp_path: Path, gateway_process: Any) -> No
 
 def _streaming(tmp_path: Path) -> bool:
     """Whether the wizard's log shows the run under way (the spinner started)."""
-    logs = list((tmp_path / "logs").glob("*.log"))
+    logs = list((tmp_path / "logs").glob("*.jsonl"))
     return bool(logs) and "spinner_started" in logs[0].read_text()
 
 

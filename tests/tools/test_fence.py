@@ -273,3 +273,11 @@ def test_a_write_may_not_throw_away_most_of_a_file(world: World) -> None:
     grown = big.read_text() + "more = 2\n"
     assert fence.check("write", {"path": "big.py", "content": grown}).allow
     assert fence.check("write", {"path": "app.py", "content": ""}).allow  # small files are fine
+
+
+def test_a_symlink_loop_is_called_a_loop(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    decision = Fence(tmp_path).check("read", {"path": "a"})
+    assert not decision.allow and not decision.critical
+    assert decision.reason == "a is a symlink loop: it leads back to itself and names no file."

@@ -18,12 +18,11 @@ from wizard.ui.live import LiveView
 
 view = LiveView(Console(width=80))
 view(SpinnerStarted("Setting up transactional email..."))
-tasks = (TaskView("1", "Add the client", "in_progress"), TaskView("2", "Write the report", "pending"))
-view(TasksChanged(tasks))
+first, second = "Add the client", "Write the report"
+view(TasksChanged((TaskView("1", first, "in_progress"), TaskView("2", second, "pending"))))
 time.sleep(0.4)
 view(SpinnerMessage("Editing the mailer"))
-done = (TaskView("1", "Add the client", "completed"), TaskView("2", "Write the report", "completed"))
-view(TasksChanged(done))
+view(TasksChanged((TaskView("1", first, "completed"), TaskView("2", second, "completed"))))
 time.sleep(0.4)
 view(SpinnerStopped("Setup complete"))
 view.close()

@@ -8,6 +8,7 @@ always has one to report.
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +16,14 @@ from pathlib import Path
 from wizard.errors import EngineError, UsageError
 from wizard.events import AnalyticsEvent, EventSink, LogLine
 from wizard.outcome import Outcome, Outro
+from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import Harness
 from wizard.runner.sequence.linear import RunContext, run_linear
 from wizard.runner.switchboard import Binding, resolve_binding
-from wizard.skills.sources import SkillSource
+from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.tools.project import AskFunction
 
 log = logging.getLogger(__name__)
@@ -59,15 +61,48 @@ def _resolved(program: ProgramConfig, binding: Binding) -> AnalyticsEvent:
     return AnalyticsEvent("switchboard resolved", properties)
 
 
+def check_project(project: Path) -> None:
+    """The project must be a folder the agent can write to; a `UsageError` naming the fix."""
+    if not project.exists():
+        raise UsageError(
+            f"Project directory {project} does not exist.",
+            "Pass --project DIR with an existing directory.",
+        )
+    if not project.is_dir():
+        raise UsageError(
+            f"{project} is not a directory.", "Pass --project DIR with the project's folder."
+        )
+    try:  # as the agent would: root ignores permission bits, not read-only mounts
+        with tempfile.NamedTemporaryFile(dir=project, prefix=".wizard-write-check-"):
+            pass
+    except OSError as exc:
+        raise UsageError(
+            f"The project {project} cannot be written: {exc.strerror}.",
+            "The agent edits files there: make the folder writable, then run again.",
+        ) from exc
+
+
+def check_skill(skills: SkillSource, skill_id: str) -> None:
+    """The skill must exist and be well formed where it will come from, before a run starts."""
+    try:
+        offered = [entry.id for entry in skills.menu()]
+    except SkillFetchError:
+        return  # the install step reports an unreadable menu, with its fix
+    if skill_id not in offered:
+        raise UsageError(
+            f"Unknown skill '{skill_id}'.",
+            did_you_mean(skill_id, offered) + " Run `wizard programs` to list the bundled "
+            "skills, or point --skills-dir at a folder that holds it.",
+        )
+    skills.check(skill_id)
+
+
 async def run_program(request: RunRequest, harness: Harness | None = None) -> Outcome:
     """Run one program and say how it ended."""
     program = request.program
-    if not request.project_dir.is_dir():
-        raise UsageError(
-            f"Project directory {request.project_dir} does not exist.",
-            "Pass --project DIR with an existing directory.",
-        )
+    check_project(request.project_dir)
     binding = resolve_binding(program, request.binding, request.environ)
+    check_skill(request.skills, program.skill)
     gateway = resolve_gateway(request.gateway, request.environ)
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)

@@ -65,4 +65,11 @@ def read_skill(folder: Path) -> SkillFrontMatter:
     path = folder / SKILL_FILE
     if not path.is_file():
         raise ConfigError(f"Malformed skill {folder}: no {SKILL_FILE}.", f"Add {path}.")
-    return parse_skill(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Malformed skill {path}: it is not UTF-8 text (byte {exc.start}: {exc.reason}).",
+            f"Save {path} as UTF-8, then run again.",
+        ) from exc
+    return parse_skill(text, str(path))

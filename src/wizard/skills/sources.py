@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urljoin
 
-from wizard.skills.skill import SKILL_FILE
+from wizard.skills.skill import SKILL_FILE, read_skill
 
 
 class SkillFetchError(Exception):
@@ -48,6 +48,9 @@ class SkillSource(Protocol):
     def fetch(self, skill_id: str, dest: Path) -> None:
         """Copy the skill's files into `dest` (which exists and is empty)."""
 
+    def check(self, skill_id: str) -> None:
+        """Validate the offered skill where it lies, if it can be read without fetching it."""
+
 
 class DirectorySkills:
     """Skills as folders under one directory (`--skills-dir`, `WIZARD_SKILLS_DIR`)."""
@@ -68,6 +71,10 @@ class DirectorySkills:
     def fetch(self, skill_id: str, dest: Path) -> None:
         """Copy the folder."""
         shutil.copytree(self.root / skill_id, dest, dirs_exist_ok=True)
+
+    def check(self, skill_id: str) -> None:
+        """Validate the skill's own `SKILL.md`: a `ConfigError` names that file."""
+        read_skill(self.root / skill_id)
 
 
 class BundledSkills(DirectorySkills):
@@ -140,6 +147,9 @@ class RemoteSkills:
         except zipfile.BadZipFile as exc:
             raise SkillFetchError(f"{url} is not a zip archive: {exc}") from exc
 
+    def check(self, skill_id: str) -> None:
+        """A remote skill is validated once downloaded, by the install step."""
+
 
 class ChainedSkills:
     """Several sources, asked in order; the first that offers a skill provides it."""
@@ -171,3 +181,14 @@ class ChainedSkills:
             except SkillFetchError:
                 continue
         raise SkillFetchError(f"no source offers the skill {skill_id}")
+
+    def check(self, skill_id: str) -> None:
+        """Validate the skill in the first source that offers it."""
+        for source in self.sources:
+            try:
+                offered = any(entry.id == skill_id for entry in source.menu())
+            except SkillFetchError:
+                continue
+            if offered:
+                source.check(skill_id)
+                return

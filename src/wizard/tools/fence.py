@@ -10,6 +10,7 @@ and the harness ends the run as `WIZARD_SECURITY_VIOLATION`.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -72,12 +73,23 @@ class Fence:
 
     def resolve(self, raw: str) -> Path | None:
         """`raw` resolved against the project with symlinks followed, or None if outside."""
-        try:
-            candidate = Path(raw.removeprefix("@")).expanduser()
-            resolved = (self.project_dir / candidate).resolve()
-        except (OSError, ValueError, RuntimeError):  # unresolvable: fail closed
+        resolved = self._resolve(raw)
+        if isinstance(resolved, str):  # unresolvable: fail closed
             return None
         return resolved if resolved.is_relative_to(self.project_dir) else None
+
+    def _resolve(self, raw: str) -> Path | str:
+        """`raw` with symlinks followed, or why it cannot be resolved."""
+        try:
+            return (self.project_dir / Path(raw.removeprefix("@")).expanduser()).resolve()
+        except RuntimeError:  # Python < 3.13 reports a symlink loop so
+            return f"{raw} is a symlink loop: it leads back to itself and names no file."
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return f"{raw} is a symlink loop: it leads back to itself and names no file."
+            return f"{raw} cannot be resolved: {exc.strerror}."
+        except ValueError as exc:
+            return f"{raw} is not a valid path: {exc}."
 
     def check(self, tool: str, args: Mapping[str, Any]) -> Decision:
         """Whether the call `tool(args)` may run. Counts the call against the cap."""
@@ -131,8 +143,10 @@ class Fence:
 
     def path_error(self, raw: str) -> str | None:
         """Why the path `raw` may not be touched, or None when it may."""
-        resolved = self.resolve(raw)
-        if resolved is None:
+        resolved = self._resolve(raw)
+        if isinstance(resolved, str):
+            return resolved
+        if not resolved.is_relative_to(self.project_dir):
             return f"{raw} is outside the project directory {self.project_dir}."
         if is_env_file(resolved):
             return (

@@ -8,6 +8,7 @@ no spinner frame and no task twice.
 from __future__ import annotations
 
 import asyncio
+import json
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -22,6 +23,7 @@ from wizard.events import (
     SpinnerStopped,
     TasksChanged,
     TaskView,
+    ToolCalled,
 )
 
 _TASK_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●"}
@@ -49,6 +51,9 @@ class LiveView:
             self.console.print(Text(f"●  {event.message}", style="bold"))
         elif isinstance(event, TasksChanged):
             self._tasks = event.tasks
+        elif isinstance(event, ToolCalled) and self.verbose:
+            arguments = json.dumps(dict(event.arguments), ensure_ascii=False)
+            self.console.print(Text(f"│  → {event.name} {arguments}", style="dim"))
         elif isinstance(event, LogLine) and (event.level != "debug" or self.verbose):
             style = {"error": "red", "warning": "yellow"}.get(event.level, "dim")
             self.console.print(Text(f"│  {event.message}", style=style))

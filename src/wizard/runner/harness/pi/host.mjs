@@ -50,15 +50,23 @@ async function send(message) {
 
 const respond = (id, success, extra = {}) => send({ type: "response", id, success, ...extra });
 
-function preview(value) {
-  const text = typeof value === "string" ? value : JSON.stringify(value, (_key, v) =>
-    typeof v === "string" && v.length > PREVIEW_CHARS ? `${v.slice(0, PREVIEW_CHARS)}…` : v);
+function preview(text) {
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
+}
+
+/** The tool's arguments as an object whose long strings are cut short. */
+function boundedArgs(args) {
+  const out = {};
+  for (const [key, value] of Object.entries(args ?? {})) {
+    const json = typeof value === "string" ? value : JSON.stringify(value) ?? "";
+    out[key] = json.length > PREVIEW_CHARS ? preview(json) : value;
+  }
+  return out;
 }
 
 function resultText(result) {
   const content = result?.content;
-  if (!Array.isArray(content)) return preview(result ?? "");
+  if (!Array.isArray(content)) return preview(String(result ?? ""));
   return preview(content.filter((c) => c?.type === "text").map((c) => c.text).join("\n"));
 }
 
@@ -87,7 +95,7 @@ function compact(event) {
     case "message_end":
       return event.message.role === "assistant" ? assistantSummary(event.message) : null;
     case "tool_execution_start":
-      return { type: "tool_start", id: event.toolCallId, name: event.toolName, args: preview(event.args) };
+      return { type: "tool_start", id: event.toolCallId, name: event.toolName, args: boundedArgs(event.args) };
     case "tool_execution_end":
       return {
         type: "tool_end",

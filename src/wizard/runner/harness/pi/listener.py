@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.events import EventSink, LogLine, SpinnerMessage
+from wizard.events import EventSink, LogLine, SpinnerMessage, ToolCalled
 from wizard.runner.harness.latch import BlockScanner, StopLatch
 from wizard.signals import OutputSignals, dashboard_url, last_status_line, notebook_url
 
@@ -59,7 +59,10 @@ class RunListener:
         elif kind == "tool_start":
             if not self._in_remark:
                 self.tool_calls += 1
-            self.sink(LogLine(f"→ {event.get('name')} {event.get('args')}", "debug"))
+            arguments = event.get("args")
+            self.sink(
+                ToolCalled(str(event.get("name")), arguments if isinstance(arguments, dict) else {})
+            )
         elif kind == "tool_end" and event.get("isError"):
             self.sink(LogLine(f"✗ {event.get('name')}: {event.get('result')}", "debug"))
 
