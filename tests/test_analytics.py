@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,3 +111,12 @@ def test_analytics_is_on_with_a_key(capture: tuple[str, list[dict[str, Any]]]) -
 def test_event_names() -> None:
     assert event_name("agent completed") == "wizard: agent completed"
     assert event_name("wizard remark") == "wizard remark"
+
+
+def test_a_missing_posthog_package_names_the_real_fix(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "posthog", None)  # import posthog → ImportError
+    assert analytics_from_env({"WIZARD_POSTHOG_KEY": "k"}, {}) is None
+    assert "reinstall wizard" in caplog.text
+    assert "wizard[analytics]" not in caplog.text  # no such extra

@@ -210,3 +210,71 @@ def test_no_log_file_is_created_before_a_run_starts(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     assert not logs.exists() or list(logs.iterdir()) == []
     assert "Log file" not in result.output
+
+
+def test_short_help_and_version_flags() -> None:
+    assert runner.invoke(app, ["-V"]).output.strip() == f"wizard {__version__}"
+    result = runner.invoke(app, ["run", "-h"])
+    assert result.exit_code == 0 and "Usage: wizard run" in result.output
+
+
+def test_wizard_alone_prints_help() -> None:
+    result = runner.invoke(app, [])
+    assert result.exit_code == 0 and "Usage: wizard" in result.output and "run" in result.output
+
+
+def test_help_has_completion_and_no_bool_placeholders() -> None:
+    top = runner.invoke(app, ["--help"]).output
+    assert "--install-completion" in top
+    for command in ("run", "skill", "demo"):
+        assert "<bool>" not in runner.invoke(app, [command, "--help"]).output
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "WIZARD_HARNESS",
+        "WIZARD_SEQUENCE",
+        "WIZARD_MODEL",
+        "WIZARD_SKILLS_DIR",
+        "WIZARD_GATEWAY_URL",
+        "WIZARD_GATEWAY_KEY",
+        "WIZARD_GATEWAY_API",
+    ],
+)
+def test_every_setting_option_names_its_variable(variable: str) -> None:
+    help_text = " ".join(runner.invoke(app, ["run", "--help"]).output.split())
+    assert f"[env var: {variable}]" in help_text
+
+
+def test_programs_are_listed_in_order() -> None:
+    output = runner.invoke(app, ["programs"], env={"COLUMNS": "200"}).output
+    ids = sorted(["mcp-analytics", "replay-vision", "revenue-analytics", "self-driving",
+                  "transactional-email"])  # fmt: skip
+    positions = [output.index(program) for program in ids]
+    assert positions == sorted(positions)
+
+
+def test_the_config_file_sits_below_the_environment_and_the_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[gateway]\nurl = "http://127.0.0.1:9"\n\n[run]\nharness = "pie"\n')
+    monkeypatch.setenv("WIZARD_CONFIG", str(config))
+    # From the file: the gateway is configured, and its harness is used (and is wrong).
+    result = runner.invoke(app, _run_args(tmp_path))
+    assert result.exit_code == 2 and "Unknown harness 'pie'" in result.output
+    # The environment wins over the file, and a flag wins over the environment.
+    monkeypatch.setenv("WIZARD_HARNESS", "pii")
+    assert "Unknown harness 'pii'" in runner.invoke(app, _run_args(tmp_path)).output
+    flagged = runner.invoke(app, _run_args(tmp_path, "--harness", "piu"))
+    assert "Unknown harness 'piu'" in flagged.output
+
+
+def test_a_malformed_config_file_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[gateway]\nurls = "x"\n')
+    monkeypatch.setenv("WIZARD_CONFIG", str(config))
+    result = runner.invoke(app, _run_args(tmp_path))
+    assert result.exit_code == 2
+    assert f"The config file {config} is not valid" in result.output

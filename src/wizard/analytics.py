@@ -68,5 +68,8 @@ def analytics_from_env(environ: Mapping[str, str], tags: Mapping[str, Any]) -> A
     try:
         return Analytics(key, environ.get("WIZARD_POSTHOG_HOST") or DEFAULT_HOST, tags)
     except ImportError:
-        log.warning("posthog is not installed: pip install 'wizard[analytics]'")
+        log.warning(
+            "analytics is off: the posthog package, a dependency of wizard, is missing; "
+            "reinstall wizard (for example `pip install --force-reinstall .`) to bring it back"
+        )
         return None

@@ -22,32 +22,57 @@ if TYPE_CHECKING:
     from wizard.launch import LaunchOptions, Services
     from wizard.programs.types import ProgramConfig
 
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
     name="wizard",
     help="Run LLM coding agents through setup programs and report truly how each run ended.",
-    no_args_is_help=True,
-    add_completion=False,
+    context_settings=_CONTEXT,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-engines_app = typer.Typer(help="Install and inspect agent engines.", no_args_is_help=True)
+engines_app = typer.Typer(
+    help="Install and inspect agent engines.", no_args_is_help=True, context_settings=_CONTEXT
+)
 app.add_typer(engines_app, name="engines")
 
+# Switchboard options name their variables in the help text rather than with `envvar=`, so
+# the switchboard still tells a flag from the environment (flag > env > config > program).
 Project = Annotated[Path, typer.Option("--project", help="The project to set up.")]
-HarnessOpt = Annotated[str | None, typer.Option("--harness", help="Agent harness: pi.")]
-SequenceOpt = Annotated[str | None, typer.Option("--sequence", help="Sequence: linear.")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id at the gateway.")]
+HarnessOpt = Annotated[
+    str | None, typer.Option("--harness", help="Agent harness: pi.  [env var: WIZARD_HARNESS]")
+]
+SequenceOpt = Annotated[
+    str | None, typer.Option("--sequence", help="Sequence: linear.  [env var: WIZARD_SEQUENCE]")
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="Model id at the gateway.  [env var: WIZARD_MODEL]"),
+]
 SkillsDir = Annotated[
-    Path | None, typer.Option("--skills-dir", help="Read skills from this folder first.")
+    Path | None,
+    typer.Option(
+        "--skills-dir", help="Read skills from this folder first.  [env var: WIZARD_SKILLS_DIR]"
+    ),
 ]
 Ci = Annotated[bool, typer.Option("--ci", help="No animation or questions; JSON Lines out.")]
 OutcomeJson = Annotated[
     Path | None, typer.Option("--outcome-json", help="Write the outcome as JSON to this file.")
 ]
-GatewayUrl = Annotated[str | None, typer.Option("--gateway-url", help="WIZARD_GATEWAY_URL.")]
-GatewayKey = Annotated[str | None, typer.Option("--gateway-key", help="WIZARD_GATEWAY_KEY.")]
+GatewayUrl = Annotated[
+    str | None,
+    typer.Option("--gateway-url", envvar="WIZARD_GATEWAY_URL", help="The gateway's root URL."),
+]
+GatewayKey = Annotated[
+    str | None,
+    typer.Option("--gateway-key", envvar="WIZARD_GATEWAY_KEY", help="The gateway's API key."),
+]
 GatewayApi = Annotated[
     str | None,
-    typer.Option("--gateway-api", help="anthropic-messages (default) or openai-completions."),
+    typer.Option(
+        "--gateway-api",
+        envvar="WIZARD_GATEWAY_API",
+        help="anthropic-messages (default) or openai-completions.",
+    ),
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
 
@@ -58,14 +83,20 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> None:
     """Run LLM coding agents through setup programs."""
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit()
 
 
 def _usage_error(
@@ -85,10 +116,11 @@ def _launch(
     services: Services | None = None,
     after: Callable[[Outcome], None] | None = None,
 ) -> None:
+    from wizard.config import with_config
     from wizard.launch import launch
 
     try:
-        outcome = launch(program, options, os.environ, services, after)
+        outcome = launch(program, options, with_config(os.environ), services, after)
     except WizardError as exc:
         raise _usage_error(exc, program.id, options.ci, outcome_json) from exc
     if outcome_json is not None:
@@ -180,29 +212,35 @@ def demo(
     outcome_json: OutcomeJson = None,
     verbose: Verbose = False,
 ) -> None:
-    """Run the offline demo: a real pi run on a sample project, with a scripted model."""
+    """Run the offline demo: a real pi run on a sample project, with a scripted model.
+
+    The sample project is kept afterwards (its path is printed), so the agent's changes and
+    the report it wrote can be read.
+    """
+    import shutil
     import tempfile
 
     from wizard.demo.run import demo_services, print_demo_intro, show_changes
     from wizard.demo.sample import DEMO_MODEL, DEMO_PROGRAM, prepare_demo
     from wizard.programs import get_program
 
-    with tempfile.TemporaryDirectory(prefix="wizard-demo-") as workdir:
-        try:
-            setup = prepare_demo(scenario, Path(workdir))
-        except WizardError as exc:
-            raise _usage_error(exc, "demo", ci, outcome_json) from exc
-        print_demo_intro(setup, ci)
-        options = _options(
-            setup.project, "pi", "linear", DEMO_MODEL, None, ci, (None, None, None), verbose
-        )
-        _launch(
-            get_program(DEMO_PROGRAM),
-            options,
-            outcome_json,
-            services=lambda: demo_services(setup),
-            after=lambda outcome: show_changes(setup, outcome, ci),
-        )
+    workdir = Path(tempfile.mkdtemp(prefix="wizard-demo-"))
+    try:
+        setup = prepare_demo(scenario, workdir)
+    except WizardError as exc:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise _usage_error(exc, "demo", ci, outcome_json) from exc
+    print_demo_intro(setup, ci)
+    options = _options(
+        setup.project, "pi", "linear", DEMO_MODEL, None, ci, (None, None, None), verbose
+    )
+    _launch(
+        get_program(DEMO_PROGRAM),
+        options,
+        outcome_json,
+        services=lambda: demo_services(setup),
+        after=lambda outcome: show_changes(setup, outcome, ci),
+    )
 
 
 @app.command()
@@ -213,7 +251,8 @@ def programs() -> None:
     from wizard.ui.console import make_console
     from wizard.ui.tables import programs_table
 
-    make_console().print(programs_table(list(PROGRAMS.values()), BundledSkills().menu()))
+    ordered = sorted(PROGRAMS.values(), key=lambda program: program.id)
+    make_console().print(programs_table(ordered, BundledSkills().menu()))
 
 
 @engines_app.command("install")
@@ -248,15 +287,15 @@ def engines_status() -> None:
         node = str(pi_engine.find_node())
     except WizardError as exc:
         node = f"missing ({exc.message})"
-    installed = pi_engine.installed_pi()
     typer.echo(f"node: {node}")
-    if installed is None:
-        typer.echo(
-            f"pi: not installed (expected {pi_engine.PI_VERSION} in {pi_engine.pi_prefix()})"
-        )
+    prefix = pi_engine.pi_prefix()
+    if not pi_engine.pi_files_installed():
+        typer.echo(f"pi: not installed (expected {pi_engine.PI_VERSION} in {prefix})")
         typer.echo("    install it with: wizard engines install pi")
+    elif node.startswith("missing"):
+        typer.echo(f"pi: {pi_engine.PI_VERSION} in {prefix}, but it cannot run without Node.js")
     else:
-        typer.echo(f"pi: {installed.version} in {installed.prefix}")
+        typer.echo(f"pi: {pi_engine.PI_VERSION} in {prefix}")
 
 
 def main() -> None:

@@ -6,13 +6,17 @@ the cancellation, the stream is cut early, and no request follows the marker.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.live.conftest import run_live
+from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
 
 pytestmark = pytest.mark.live
@@ -180,3 +184,20 @@ async def test_a_project_file_holding_a_marker_cannot_stop_a_run(tmp_path: Path)
     assert live.result.ok, live.result
     live.gateway.assert_complete()
     assert "[ABORT] a file the agent reads" in str(live.gateway.requests[1].body)
+
+
+async def test_an_unreachable_gateway_is_named_with_its_url(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    recorder = EventRecorder()
+    inputs = RunInputs(
+        project_dir=tmp_path,
+        prompt="go",
+        model="scripted-1",
+        gateway=GatewaySettings(url=closed, retries=0),
+        sink=recorder,
+    )
+    result = await PiHarness().run(inputs)
+    assert result.error is AgentErrorType.API_ERROR
+    assert f"Could not reach the model gateway at {closed}" in (result.message or "")

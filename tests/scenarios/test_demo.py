@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +50,7 @@ def test_demo_scenarios(
     assert outcome["event"] == "outcome" and outcome["status"] == status
     assert outcome["outro"]["message"] == message
     assert outcome_file.read_text().strip().startswith("{")
+    shutil.rmtree(_kept_project(proc.stderr).parent)
     assert "The model is scripted" in proc.stderr
     kinds = {line["event"] for line in lines}
     assert {"spinner_started", "spinner_stopped", "outcome"} <= kinds
@@ -71,3 +74,16 @@ def test_interactive_demo_shows_the_outro_and_the_diff(tmp_path: Path) -> None:
     assert "✔ Transactional email set up" in proc.stdout
     assert "What the agent changed:" in proc.stdout and "posthog_email.py" in proc.stdout
     assert "Log file:" in proc.stdout
+    # The outro points at the report the agent wrote: the project it is in is still there.
+    kept = _kept_project(proc.stdout)
+    try:
+        assert "posthog-email-report.md" in proc.stdout
+        assert (kept / "posthog-email-report.md").is_file()
+    finally:
+        shutil.rmtree(kept.parent)
+
+
+def _kept_project(output: str) -> Path:
+    match = re.search(r"The demo project is kept in (\S+) \(remove", output)
+    assert match, output[-2000:]
+    return Path(match.group(1))

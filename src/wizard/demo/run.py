@@ -52,3 +52,7 @@ def show_changes(setup: DemoSetup, outcome: Outcome, ci: bool) -> None:
         console.print(f"The run changed {changed}.")
         if diff:
             console.print(render_diff(diff))
+    console.print(
+        f"The demo project is kept in {setup.project} (remove {setup.project.parent} when done).",
+        soft_wrap=True,
+    )

@@ -7,7 +7,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from wizard.cli import app
 from wizard.errors import EngineError, EngineInstallError
 from wizard.runner.harness.pi import engine
 
@@ -30,7 +32,9 @@ def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_no_node(fake_path: Path) -> None:
     with pytest.raises(EngineError) as raised:
         engine.find_node()
-    assert "Install Node ≥ 20.6" in str(raised.value) and "--harness anthropic" in str(raised.value)
+    message = str(raised.value)
+    assert "Install Node.js ≥ 20.6" in message and "wizard engines install pi" in message
+    assert "--harness anthropic" not in message  # that harness is not there to fall back on
 
 
 def test_old_node(fake_path: Path) -> None:
@@ -67,3 +71,29 @@ def test_the_shipped_lockfile_pins_pi_exactly() -> None:
     assert manifest["dependencies"] == {engine.PI_PACKAGE: engine.PI_VERSION}
     packages = json.loads((lock / "package-lock.json").read_text())["packages"]
     assert packages[f"node_modules/{engine.PI_PACKAGE}"]["version"] == engine.PI_VERSION
+
+
+def test_npm_progress_reports_what_npm_reports(fake_path: Path) -> None:
+    _fake_bin(fake_path, "node", "echo v22.1.0")
+    fetches = "; ".join(["echo 'npm http fetch GET 200 https://registry/pkg 5ms'"] * 375)
+    _fake_bin(fake_path, "npm", f"{fetches}; echo 'added 188 packages in 3s'; exit 1")
+    lines: list[str] = []
+    with pytest.raises(EngineInstallError):
+        engine.install_pi(progress=lines.append)
+    assert "added 188 packages in 3s" in lines
+    assert not any("375" in line or "downloaded" in line for line in lines)
+
+
+def test_status_says_node_is_missing_when_pi_is_installed(fake_path: Path) -> None:
+    prefix = engine.pi_prefix()
+    cli = prefix / "node_modules" / engine.PI_PACKAGE / "dist" / "cli.js"
+    cli.parent.mkdir(parents=True)
+    cli.write_text("")
+    (prefix / ".complete").write_text(engine.PI_VERSION)
+    result = CliRunner().invoke(app, ["engines", "status"])
+    assert result.exit_code == 0
+    assert "node: missing (Node.js was not found on PATH" in result.output
+    assert (
+        f"pi: {engine.PI_VERSION} in {prefix}, but it cannot run without Node.js" in result.output
+    )
+    assert "not installed" not in result.output

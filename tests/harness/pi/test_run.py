@@ -354,6 +354,15 @@ async def test_29_model_errors_before_a_marker(
     assert h.recorder.spinner_stops() == ["Program failed"]
 
 
+async def test_a_connection_error_names_the_gateway_url_and_the_fix(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [[msg(error="Connection error.")]])
+    result = await h.run()
+    assert result.error is AgentErrorType.API_ERROR
+    message = result.message or ""
+    assert "Could not reach the model gateway at http://127.0.0.1:9" in message
+    assert "WIZARD_GATEWAY_URL" in message and "Connection error." in message
+
+
 async def test_29_engine_failure_before_a_marker_is_never_an_abort(tmp_path: Path) -> None:
     h = Harnessed(tmp_path, [{"raise": "pi exited unexpectedly"}])
     result = await h.run()

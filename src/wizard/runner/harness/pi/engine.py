@@ -21,7 +21,10 @@ from wizard.errors import EngineError, EngineInstallError
 PI_PACKAGE = "@mariozechner/pi-coding-agent"
 PI_VERSION = "0.73.1"
 MIN_NODE = (20, 6, 0)
-_NODE_HINT = "Install Node ≥ 20.6 (https://nodejs.org), or use --harness anthropic."
+_NODE_HINT = (
+    "Install Node.js ≥ 20.6 with npm (https://nodejs.org, or your system's packages, e.g. "
+    "`apt-get install nodejs npm`), then run `wizard engines install pi`."
+)
 
 
 HOST_SCRIPT = Path(__file__).with_name("host.mjs")
@@ -77,14 +80,23 @@ def find_node() -> Path:
     return Path(found)
 
 
-def installed_pi() -> PiEngine | None:
-    """The installed pinned pi, or None."""
+def _pi_cli(prefix: Path) -> Path:
+    return prefix / "node_modules" / PI_PACKAGE / "dist" / "cli.js"
+
+
+def pi_files_installed() -> bool:
+    """Whether the pinned pi's files are installed (whether or not Node is there to run it)."""
     prefix = pi_prefix()
-    cli = prefix / "node_modules" / PI_PACKAGE / "dist" / "cli.js"
+    return _pi_cli(prefix).is_file() and (prefix / ".complete").is_file()
+
+
+def installed_pi() -> PiEngine | None:
+    """The installed pinned pi with a Node to run it, or None."""
     node = shutil.which("node")
-    if not cli.is_file() or node is None or not (prefix / ".complete").is_file():
+    if node is None or not pi_files_installed():
         return None
-    return PiEngine(node=Path(node), cli=cli, version=PI_VERSION, prefix=prefix)
+    prefix = pi_prefix()
+    return PiEngine(node=Path(node), cli=_pi_cli(prefix), version=PI_VERSION, prefix=prefix)
 
 
 def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
@@ -106,14 +118,14 @@ def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
         command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert process.stdout is not None
-    output, fetched = [], 0
+    output, fetches = [], 0
     for raw in process.stdout:
         line = raw.rstrip()
         output.append(line)
-        if line.startswith("npm http fetch"):
-            fetched += 1
-            if fetched % 25 == 0:
-                progress(f"downloaded {fetched} packages ...")
+        if line.startswith("npm http"):  # npm's own summary ("added N packages") says how many
+            fetches += 1
+            if fetches % 50 == 1:
+                progress("fetching packages from the npm registry ...")
         elif line:
             progress(line)
     if process.wait() != 0:

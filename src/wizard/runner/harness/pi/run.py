@@ -16,6 +16,7 @@ from typing import Any
 from wizard.errors import EngineError
 from wizard.events import AnalyticsEvent, LogLine, SpinnerStarted, SpinnerStopped
 from wizard.outcome import AgentErrorType, AgentResult
+from wizard.runner.harness.failures import classify_failure
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import ensure_pi
@@ -204,10 +205,8 @@ class PiHarness:
         run.stop(run.inputs.error_message)
         run.inputs.sink(LogLine(f"pi backend error: {message}", "error"))
         run.emit("agent aborted", **run.timing())
-        lowered = message.lower()
-        limited = "rate limit" in lowered or "429" in lowered
-        error = AgentErrorType.RATE_LIMIT if limited else AgentErrorType.API_ERROR
-        return AgentResult(error, message)
+        error, shown = classify_failure(message, run.inputs.gateway.url)
+        return AgentResult(error, shown)
 
     async def _classify(self, session: AgentSession, run: _Run) -> AgentResult:
         listener = run.listener

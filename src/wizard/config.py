@@ -1,0 +1,115 @@
+"""The user's config file: gateway and switchboard settings, below the environment and flags.
+
+`$WIZARD_CONFIG`, else `$XDG_CONFIG_HOME/wizard/config.toml`, else
+`~/.config/wizard/config.toml`::
+
+    [gateway]
+    url = "https://gateway.example"
+    key = "..."
+    api = "anthropic-messages"        # or "openai-completions"
+    refusal_marker = "[posthog:abort]"
+
+    [run]
+    harness = "pi"
+    sequence = "linear"
+    model = "claude-sonnet-4-6"
+
+Each setting stands for the environment variable named beside it below; a variable that is
+set wins over the file, and a flag wins over both.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from wizard.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GatewaySection(_Section):
+    """`[gateway]`: where the model is."""
+
+    url: str | None = None
+    key: str | None = None
+    api: str | None = None
+    refusal_marker: str | None = None
+
+
+class RunSection(_Section):
+    """`[run]`: the switchboard's defaults."""
+
+    harness: str | None = None
+    sequence: str | None = None
+    model: str | None = None
+
+
+class ConfigFile(_Section):
+    """The whole file."""
+
+    gateway: GatewaySection = GatewaySection()
+    run: RunSection = RunSection()
+
+
+# (section, key) → the environment variable the setting stands for.
+VARIABLES = {
+    ("gateway", "url"): "WIZARD_GATEWAY_URL",
+    ("gateway", "key"): "WIZARD_GATEWAY_KEY",
+    ("gateway", "api"): "WIZARD_GATEWAY_API",
+    ("gateway", "refusal_marker"): "WIZARD_GATEWAY_REFUSAL_MARKER",
+    ("run", "harness"): "WIZARD_HARNESS",
+    ("run", "sequence"): "WIZARD_SEQUENCE",
+    ("run", "model"): "WIZARD_MODEL",
+}
+
+
+def config_path(environ: Mapping[str, str]) -> Path:
+    """Where the config file is read from."""
+    if custom := environ.get("WIZARD_CONFIG"):
+        return Path(custom)
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "wizard" / "config.toml"
+
+
+def read_config(path: Path) -> ConfigFile:
+    """The validated config file (empty when there is none); a `ConfigError` naming it."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ConfigFile()
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"Cannot read the config file {path}: {exc}", _HINT) from exc
+    try:
+        return ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"The config file {path} is not valid: {exc}", _HINT) from exc
+
+
+_HINT = (
+    "It takes [gateway] url, key, api, refusal_marker and [run] harness, sequence, model "
+    "(see the README's Configuration); fix it or move it away."
+)
+
+
+def with_config(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment with the config file's settings beneath it (set variables win)."""
+    config = read_config(config_path(environ))
+    merged: dict[str, str] = {}
+    for (section, key), variable in VARIABLES.items():
+        value = getattr(getattr(config, section), key)
+        if value is not None:
+            merged[variable] = value
+    return {**merged, **environ}
+
+
+def apply_config(environ: os._Environ[str]) -> None:
+    """Put the config file's settings into the process environment where unset."""
+    for variable, value in with_config(environ).items():
+        environ.setdefault(variable, value)
