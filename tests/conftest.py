@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 from wizard.runner.harness.pi.engine import engines_dir
 
 # Pin the engine directory before any test moves HOME, so the pi installed by
 # `wizard engines install pi` is the one every test uses (no reinstall per fake HOME).
 os.environ.setdefault("WIZARD_ENGINES_DIR", str(engines_dir()))
+# Run journals of the tests' projects stay out of the user's state folder.
+os.environ.setdefault("WIZARD_STATE_DIR", tempfile.mkdtemp(prefix="wizard-test-state-"))

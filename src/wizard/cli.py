@@ -255,6 +255,81 @@ def programs() -> None:
     make_console().print(programs_table(ordered, BundledSkills().menu()))
 
 
+JournalProject = Annotated[Path, typer.Option("--project", help="The project whose runs to use.")]
+RunArg = Annotated[
+    str | None, typer.Argument(help="The run id, or a prefix of it (default: the latest run).")
+]
+
+
+@app.command()
+def runs(
+    project: JournalProject = Path("."),
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array of the runs.")] = False,
+) -> None:
+    """List the journaled runs of a project, newest first."""
+    import json
+
+    from wizard.journal import Journal
+    from wizard.ui.console import make_console
+    from wizard.ui.tables import runs_table
+
+    records = Journal(project).records()
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [r.model_dump(exclude={"before_modes", "after_modes"}) for r in records], indent=1
+            )
+        )
+        return
+    make_console().print(runs_table(records, str(project.resolve())))
+
+
+@app.command()
+def diff(run: RunArg = None, project: JournalProject = Path(".")) -> None:
+    """Show what a run changed (default: the latest run)."""
+    from wizard.journal import Journal
+    from wizard.ui.console import make_console
+    from wizard.ui.diff import render_diff
+
+    journal = Journal(project)
+    try:
+        record = journal.find(run, undoable=False)
+    except WizardError as exc:
+        raise _usage_error(exc) from exc
+    patch = journal.patch(record)
+    make_console().print(render_diff(patch) if patch else f"Run {record.run_id} changed no files.")
+
+
+@app.command()
+def undo(
+    run: RunArg = None,
+    project: JournalProject = Path("."),
+    force: Annotated[
+        bool, typer.Option("--force", help="Undo even files that changed after the run.")
+    ] = False,
+) -> None:
+    """Put back every file a run changed (default: the latest run not undone yet)."""
+    from wizard.journal import Journal, UndoRefused
+    from wizard.launch import new_run_id
+
+    journal = Journal(project)
+    try:
+        target = journal.find(run)
+        done = journal.undo(target, new_run_id(), force=force)
+    except UndoRefused as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        typer.echo(exc.hint or "", err=True)
+        raise typer.Exit(1) from exc
+    except WizardError as exc:
+        raise _usage_error(exc) from exc
+    for line in done.restored:
+        typer.echo(f"  {line}")
+    typer.echo(
+        f"Undid run {target.run_id} ({len(done.restored)} change(s)); this undo is run "
+        f"{done.record.run_id}, and `wizard undo {done.record.run_id}` takes it back."
+    )
+
+
 @engines_app.command("install")
 def engines_install(
     engine: Annotated[str, typer.Argument(help="The engine to install: pi.")] = "pi",

@@ -14,12 +14,14 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import cast
 
 from wizard.analytics import analytics_from_env
 from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink
+from wizard.journal import Journal
 from wizard.outcome import Outcome, Outro
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
@@ -98,13 +100,31 @@ def report_usage_error(outcome: Outcome, ci: bool, outcome_json: Path | None) ->
         outcome_json.write_text(outcome.to_json() + "\n")
 
 
+def with_journal(outcome: Outcome, project: Path) -> Outcome:
+    """The outcome with what its run changed, as the journal recorded it."""
+    if outcome.run_id is None or not project.is_dir():
+        return outcome
+    try:
+        record = Journal(project).get(outcome.run_id)
+    except (OSError, ValueError):
+        return outcome
+    if record is None:
+        return outcome
+    return replace(
+        outcome,
+        project=str(project.resolve()),
+        changed_files=tuple(record.changed),
+        unjournaled_changes=tuple(record.heavy_changed),
+    )
+
+
 def cancelled_outcome(program: ProgramConfig, binding: ProgramBinding) -> Outcome:
     """The outcome of a run the user interrupted."""
     outro = Outro(
         "cancel",
         f"{program.label} cancelled",
         "The run was interrupted and nothing more will run. Files the agent already changed "
-        "stay as they are: review them with `git diff`.",
+        "stay as they are.",
     )
     return Outcome("cancelled", program.id, binding.harness, binding.sequence, outro=outro)
 
@@ -137,10 +157,11 @@ def launch(
             stack.callback(live.close)
         ask = live.ask if live is not None else None
         try:
-            outcome = asyncio.run(_run(program, options, environ, bus, ask, services))
+            request = partial(_request, program, options, run_id=run_id, sink=bus, ask=ask)
+            outcome = asyncio.run(_run(request, environ, services))
         except KeyboardInterrupt:
             outcome = cancelled_outcome(program, options.binding)
-    outcome = replace(outcome, run_id=run_id)
+    outcome = with_journal(replace(outcome, run_id=run_id), options.project)
     if ci is not None:
         ci.outcome(outcome)
     console.print(render_outro(outcome))
@@ -150,15 +171,12 @@ def launch(
 
 
 async def _run(
-    program: ProgramConfig,
-    options: LaunchOptions,
+    request: Callable[[Mapping[str, str]], RunRequest],
     environ: Mapping[str, str],
-    sink: EventSink,
-    ask: Callable[[list[str]], Awaitable[list[str] | None]] | None,
     services: Services | None,
 ) -> Outcome:
     async with services() if services is not None else _no_services() as extra:
-        return await run_program(_request(program, options, {**environ, **extra}, sink, ask))
+        return await run_program(request({**environ, **extra}))
 
 
 @asynccontextmanager
@@ -170,6 +188,8 @@ def _request(
     program: ProgramConfig,
     options: LaunchOptions,
     environ: Mapping[str, str],
+    *,
+    run_id: str,
     sink: EventSink,
     ask: Callable[[list[str]], Awaitable[list[str] | None]] | None,
 ) -> RunRequest:
@@ -182,4 +202,5 @@ def _request(
         binding=options.binding,
         gateway=options.gateway,
         ask=ask,
+        run_id=run_id,
     )

@@ -72,6 +72,10 @@ class Outcome:
     source: AbortSource | None = None
     outro: Outro | None = None
     run_id: str | None = None
+    # What the run changed in the project, from its journal: the way back is `wizard undo`.
+    project: str | None = None
+    changed_files: tuple[str, ...] = ()
+    unjournaled_changes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""

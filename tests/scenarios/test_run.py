@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
 
 pytestmark = pytest.mark.live
@@ -131,6 +132,7 @@ def test_ctrl_c_ends_the_run_cleanly(tmp_path: Path, gateway_process: Any) -> No
     slow = {"blocks": [{"text": "thinking out loud " * 2000}], "chunk_chars": 8, "delay_ms": 50}
     url, log = gateway_process({"responses": [slow]})
     project = _project(tmp_path)
+    original = state(project)
     outcome_file = tmp_path / "outcome.json"
     proc = subprocess.Popen(
         [
@@ -165,9 +167,18 @@ def test_ctrl_c_ends_the_run_cleanly(tmp_path: Path, gateway_process: Any) -> No
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, stderr[-3000:]
-    assert json.loads(outcome_file.read_text())["status"] == "cancelled"
+    outcome = json.loads(outcome_file.read_text())
+    assert outcome["status"] == "cancelled"
     assert ci_lines(stdout)[-1]["status"] == "cancelled"
     assert pi_processes_in(project) == []
+    # The interrupted run was journaled too: undo takes back the skill it installed.
+    assert ".claude/skills/transactional-email/SKILL.md" in outcome["changed_files"]
+    undo = subprocess.run(
+        [sys.executable, "-m", "wizard", "undo", "--project", str(project)],
+        capture_output=True, text=True, env=wizard_env(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert undo.returncode == 0, undo.stderr
+    assert state(project) == original
 
 
 def _streaming(tmp_path: Path) -> bool:

@@ -47,6 +47,20 @@ async def test_set_env_values_updates_in_place_and_hides_values(tmp_path: Path) 
     assert (tmp_path / ".env").read_text() == f"A=1\nB={SECRET}\nC=3\n"
 
 
+async def test_set_env_values_writes_atomically_and_a_new_file_is_private(tmp_path: Path) -> None:
+    set_values = tool(env_tools(Fence(tmp_path)), "set_env_values")
+    await set_values({"filePath": ".env.local", "values": {"K": SECRET}})
+    assert (tmp_path / ".env.local").stat().st_mode & 0o777 == 0o600
+    (tmp_path / ".env").write_text("A=1\n")
+    (tmp_path / ".env").chmod(0o640)
+    before = (tmp_path / ".env").stat().st_ino
+    await set_values({"filePath": ".env", "values": {"B": "2"}})
+    after = (tmp_path / ".env").stat()
+    assert after.st_ino != before, "written in place instead of renamed over"
+    assert after.st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir() if "wizard-" in p.name] == []
+
+
 @pytest.mark.parametrize(
     ("path", "why"),
     [

@@ -7,8 +7,10 @@ always has one to report.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import tempfile
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import Harness
+from wizard.runner.journaling import RunJournal
 from wizard.runner.sequence.linear import RunContext, run_linear
 from wizard.runner.switchboard import Binding, resolve_binding
 from wizard.skills.sources import SkillFetchError, SkillSource
@@ -41,6 +44,7 @@ class RunRequest:
     binding: ProgramBinding = field(default_factory=ProgramBinding)
     gateway: GatewayFlags = field(default_factory=GatewayFlags)
     ask: AskFunction | None = None
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
 
 def make_harness(name: str) -> Harness:
@@ -120,6 +124,19 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     except EngineError as exc:
         outro = Outro("error", f"The {binding.harness} engine is not available", str(exc))
         return context.outcome("failed", outro, reason=exc.message)
+    journal = RunJournal.open(context, request.run_id)
+    try:
+        outcome = await _run_sequence(context, harness)
+    except asyncio.CancelledError:
+        journal.finish("cancelled")
+        raise
+    journal.finish(outcome.status)
+    return outcome
+
+
+async def _run_sequence(context: RunContext, harness: Harness) -> Outcome:
+    """The sequence's outcome; an unexpected exception becomes a failed one."""
+    program = context.program
     try:
         return await run_linear(context, harness)
     except Exception as exc:

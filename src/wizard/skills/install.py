@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from wizard.atomic import replace_folder
 from wizard.errors import ConfigError
 from wizard.skills.skill import SKILL_FILE, read_skill
 from wizard.skills.sources import SkillFetchError, SkillSource
@@ -79,9 +80,12 @@ def install_skill(source: SkillSource, skill_id: str, project_dir: Path) -> Skil
         except ConfigError as exc:
             return SkillInstall("invalid-skill", skill_id, detail=exc.message)
         (staged / MARKER).write_text("installed by wizard\n")
-        shutil.rmtree(target, ignore_errors=True)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(staged, target)
+        # Copied beside the target, then renamed into place: never a half-installed skill.
+        beside = target.with_name(f".{skill_id}.wizard-new-{os.getpid()}")
+        shutil.rmtree(beside, ignore_errors=True)
+        shutil.copytree(staged, beside)
+        replace_folder(beside, target)
     return SkillInstall("ok", skill_id, path=Path(os.path.normpath(relative)))
 
 

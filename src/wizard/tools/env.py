@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from wizard.atomic import write_atomically
 from wizard.tools.base import HostTool, ToolResult, schema
 from wizard.tools.fence import Fence
 
@@ -94,4 +95,6 @@ def _write_values(path: Path, values: dict[str, str]) -> None:
         if match and match.group(1) in remaining:
             lines[index] = f"{match.group(1)}={remaining.pop(match.group(1))}"
     lines += [f"{key}={value}" for key, value in remaining.items()]
-    path.write_text("\n".join(lines) + "\n")
+    # A new env file holds secrets: only its owner may read it.
+    mode = None if path.exists() else 0o600
+    write_atomically(path, ("\n".join(lines) + "\n").encode(), mode)

@@ -31,5 +31,26 @@ def render_outro(outcome: Outcome) -> RenderableType:
                 lines.append(Text(f"{label}: {url}"))
         if outro.docs_url:
             lines.append(Text(f"Docs: {outro.docs_url}", style="dim"))
+    lines += _way_back(outcome)
     title = f"{outcome.program} · {outcome.status} (exit {exit_code(outcome)})"
     return Panel(Group(*lines), title=title, border_style=colour, expand=False)
+
+
+def _way_back(outcome: Outcome) -> list[RenderableType]:
+    """For a run that changed files: how to review them, and the way back."""
+    lines: list[RenderableType] = []
+    if outcome.changed_files and outcome.run_id:
+        count = len(outcome.changed_files)
+        target = (
+            f"{outcome.run_id} --project {outcome.project}" if outcome.project else outcome.run_id
+        )
+        lines += [
+            Text(""),
+            Text(f"This run changed {count} file{'s' if count != 1 else ''}."),
+            Text(f"Review: wizard diff {target}"),
+            Text(f"Undo:   wizard undo {target}"),
+        ]
+    if outcome.unjournaled_changes:
+        folders = ", ".join(outcome.unjournaled_changes)
+        lines.append(Text(f"Also changed, and not journaled (undo leaves them): {folders}"))
+    return lines

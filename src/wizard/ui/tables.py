@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from wizard.journal import RunRecord
 from wizard.programs.types import ProgramConfig
 from wizard.skills.sources import SkillEntry
 
@@ -18,4 +19,22 @@ def programs_table(programs: list[ProgramConfig], skills: list[SkillEntry]) -> T
         table.add_row(program.id, program.description, str(len(program.abort_cases)))
     names = ", ".join(entry.id for entry in skills)
     table.caption = f"Bundled skills (wizard skill NAME): {names}"
+    return table
+
+
+def runs_table(records: list[RunRecord], project: str) -> Table:
+    """A project's journaled runs, newest first."""
+    table = Table(title=f"Runs of {project} (newest first)", title_justify="left")
+    for column in ("run", "started", "program", "harness", "sequence", "outcome", "files"):
+        table.add_column(column, justify="right" if column == "files" else "left")
+    for record in records:
+        outcome = record.status or "(running)"
+        if record.kind == "undo":
+            outcome = f"undo of {record.undoes}"
+        elif record.undone_by:
+            outcome += f", undone by {record.undone_by}"
+        table.add_row(
+            record.run_id, record.started_at, record.program, record.harness or "-",
+            record.sequence or "-", outcome, str(len(record.changed)),
+        )  # fmt: skip
     return table

@@ -23,7 +23,7 @@ _ERROR_SCREENS: dict[AgentErrorType, tuple[str, str]] = {
     AgentErrorType.INCOMPLETE_TASKS: (
         "The agent stopped before finishing",
         "Some of the agent's tasks were still open when it stopped, so the setup is "
-        "incomplete. Review the changes with `git diff`, then run the program again to finish.",
+        "incomplete. Review what it changed, then run the program again to finish.",
     ),
     AgentErrorType.RATE_LIMIT: (
         "Rate limit reached",
@@ -36,8 +36,8 @@ _ERROR_SCREENS: dict[AgentErrorType, tuple[str, str]] = {
     ),
     AgentErrorType.SECURITY_VIOLATION: (
         "Security check stopped the setup",
-        "The wizard's security fence ended the run. Review the changes with `git diff` before "
-        "you keep them.",
+        "The wizard's security fence ended the run. Review what the agent changed before you "
+        "keep it.",
     ),
     AgentErrorType.MCP_MISSING: (
         "Agent could not access PostHog MCP",

@@ -1,0 +1,10 @@
+"""The run journal: every run's project files before and after, and `wizard undo`.
+
+It records and restores project files and knows nothing of harnesses; the runner calls it
+before and after a run (`Journal.begin` / `Journal.finish`).
+"""
+
+from wizard.journal.runs import Journal, RunRecord, Undone, UndoRefused
+from wizard.journal.store import git_available
+
+__all__ = ["Journal", "RunRecord", "UndoRefused", "Undone", "git_available"]

@@ -1,0 +1,246 @@
+"""The runs of a project: each one's before and after, and undoing one, byte for byte.
+
+A record per run sits in wizard's state folder (`$WIZARD_STATE_DIR`, else
+`$XDG_STATE_HOME/wizard`, else `~/.local/state/wizard`), under a folder per project. An undo is
+recorded like a run (kind `undo`), so it can be undone too. The newest `WIZARD_JOURNAL_KEEP`
+records of a project (default 20) are kept; older ones are dropped with their objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from wizard.atomic import write_atomically
+from wizard.errors import UsageError
+from wizard.journal.store import Change, GitStore, Snapshot
+
+DEFAULT_KEEP = 20
+
+
+def state_root() -> Path:
+    """wizard's state folder."""
+    if custom := os.environ.get("WIZARD_STATE_DIR"):
+        return Path(custom)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "wizard"
+
+
+class RunRecord(BaseModel):
+    """One journaled run (or undo) of a project."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    kind: Literal["run", "undo"] = "run"
+    program: str
+    harness: str | None = None
+    sequence: str | None = None
+    started_at: str
+    ended_at: str | None = None
+    status: str | None = None
+    before: str
+    after: str | None = None
+    before_modes: dict[str, int] = {}
+    after_modes: dict[str, int] = {}
+    changed: list[str] = []
+    heavy_before: dict[str, int] = {}
+    heavy_changed: list[str] = []
+    undoes: str | None = None
+    undone_by: str | None = None
+
+
+class UndoRefused(UsageError):
+    """Files the run changed were changed again afterwards; nothing was touched."""
+
+    def __init__(self, run_id: str, paths: list[str]) -> None:
+        listed = "\n".join(f"  {path}" for path in paths)
+        super().__init__(
+            f"Not undoing run {run_id}: these files changed after it ended:\n{listed}",
+            f"Nothing was changed. Keep or move your edits, or run `wizard undo {run_id} "
+            "--force` to put the files back as they were before the run anyway.",
+        )
+        self.paths = paths
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What an undo did."""
+
+    record: RunRecord
+    target: RunRecord
+    restored: list[str]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Journal:
+    """The journal of one project."""
+
+    def __init__(self, project: Path, root: Path | None = None) -> None:
+        self.project = project.resolve()
+        key = hashlib.sha256(str(self.project).encode()).hexdigest()[:16]
+        self.state = (root or state_root()) / "journal" / key
+        self.store = GitStore(self.project, self.state)
+        self.runs_dir = self.state / "runs"
+
+    # --- recording ------------------------------------------------------------------------
+
+    def begin(
+        self, run_id: str, program: str, harness: str | None = None, sequence: str | None = None
+    ) -> RunRecord:
+        """Snapshot the project before a run."""
+        snapshot = self.store.snapshot()
+        self.store.keep(f"{run_id}/before", snapshot.tree)
+        record = RunRecord(
+            run_id=run_id, program=program, harness=harness, sequence=sequence,
+            started_at=_now(), before=snapshot.tree, before_modes=snapshot.modes,
+            heavy_before=snapshot.heavy,
+        )  # fmt: skip
+        (self.state / "project").write_text(str(self.project))
+        self._save(record)
+        return record
+
+    def finish(self, record: RunRecord, status: str) -> RunRecord:
+        """Snapshot the project after a run, whatever its outcome; prune old records."""
+        snapshot = self.store.snapshot()
+        self.store.keep(f"{record.run_id}/after", snapshot.tree)
+        changes = self.store.changes(record.before, snapshot.tree)
+        heavy_before = record.heavy_before
+        finished = record.model_copy(
+            update={
+                "ended_at": _now(),
+                "status": status,
+                "after": snapshot.tree,
+                "after_modes": snapshot.modes,
+                "changed": _changed_paths(changes, record.before_modes, snapshot.modes),
+                "heavy_changed": sorted(
+                    name
+                    for name in {*heavy_before, *snapshot.heavy}
+                    if heavy_before.get(name) != snapshot.heavy.get(name)
+                ),
+            }
+        )
+        self._save(finished)
+        self.prune()
+        return finished
+
+    def _save(self, record: RunRecord) -> None:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        path = self.runs_dir / f"{record.run_id}.json"
+        write_atomically(path, record.model_dump_json(indent=1).encode())
+
+    # --- reading --------------------------------------------------------------------------
+
+    def records(self) -> list[RunRecord]:
+        """Every kept record, newest first."""
+        if not self.runs_dir.is_dir():
+            return []
+        records = [
+            RunRecord.model_validate_json(path.read_text()) for path in self.runs_dir.glob("*.json")
+        ]
+        return sorted(records, key=lambda r: (r.started_at, r.run_id), reverse=True)
+
+    def get(self, run_id: str) -> RunRecord | None:
+        """The record of exactly `run_id`, if the journal has it."""
+        path = self.runs_dir / f"{run_id}.json"
+        return RunRecord.model_validate_json(path.read_text()) if path.is_file() else None
+
+    def find(self, run_id: str | None, *, undoable: bool = True) -> RunRecord:
+        """The record `run_id` (or an unambiguous prefix of it), else the newest finished one:
+        with `undoable`, the newest whose changes have not been undone yet."""
+        records = [r for r in self.records() if r.after is not None]
+        if run_id is None:
+            if undoable:
+                records = [r for r in records if r.undone_by is None and r.changed]
+            if not records:
+                left = " with changes left to undo" if undoable else ""
+                raise UsageError(
+                    f"No journaled run of {self.project}{left}.",
+                    "`wizard runs --project DIR` lists the journaled runs of a project.",
+                )
+            return records[0]
+        matches = [r for r in records if r.run_id.startswith(run_id)]
+        if len(matches) != 1:
+            raise UsageError(
+                f"No single journaled run of {self.project} has the id '{run_id}'.",
+                "`wizard runs --project DIR` lists them.",
+            )
+        return matches[0]
+
+    def patch(self, record: RunRecord) -> str:
+        """What the run changed, as a unified diff."""
+        assert record.after is not None
+        return self.store.patch(record.before, record.after)
+
+    # --- undoing --------------------------------------------------------------------------
+
+    def undo(self, target: RunRecord, run_id: str, *, force: bool = False) -> Undone:
+        """Put every file `target` changed back as it was before it; journaled as a run."""
+        assert target.after is not None
+        record = self.begin(run_id, target.program, target.harness, target.sequence)
+        record = record.model_copy(update={"kind": "undo", "undoes": target.run_id})
+        now = Snapshot(record.before, record.before_modes)
+        later = self._changed_since(target, now)
+        if later and not force:
+            self._discard(record)
+            raise UndoRefused(target.run_id, later)
+        changes = self.store.changes(target.before, target.after)
+        restored = self.store.restore(changes, Snapshot(target.before, target.before_modes))
+        restored += self._restore_modes(target, {c.path for c in changes})
+        self._save(record)
+        finished = self.finish(record, "succeeded")
+        self._save(target.model_copy(update={"undone_by": run_id}))
+        return Undone(finished, target, restored)
+
+    def _changed_since(self, target: RunRecord, now: Snapshot) -> list[str]:
+        assert target.after is not None
+        since = self.store.changes(target.after, now.tree)
+        touched = set(target.changed)
+        moved = _changed_paths(since, target.after_modes, now.modes)
+        return sorted(path for path in moved if path in touched)
+
+    def _restore_modes(self, target: RunRecord, done: set[str]) -> list[str]:
+        """Files whose permission bits alone the run changed."""
+        restored = []
+        for path in target.changed:
+            file = self.project / path
+            if path in done or not file.is_file() or file.is_symlink():
+                continue
+            bits = target.before_modes.get(path)
+            if bits is None:
+                bits = 0o755 if file.stat().st_mode & 0o100 else 0o644
+            file.chmod(bits)
+            restored.append(f"restored the mode of {path}")
+        return restored
+
+    def _discard(self, record: RunRecord) -> None:
+        (self.runs_dir / f"{record.run_id}.json").unlink(missing_ok=True)
+
+    def prune(self, keep: int | None = None) -> None:
+        """Drop all but the newest `keep` records (`WIZARD_JOURNAL_KEEP`, default 20)."""
+        if keep is None:
+            keep = int(os.environ.get("WIZARD_JOURNAL_KEEP", DEFAULT_KEEP))
+        old = self.records()[max(keep, 1) :]
+        if not old:
+            return
+        for record in old:
+            self._discard(record)
+        self.store.forget(f"{r.run_id}/{side}" for r in old for side in ("before", "after"))
+
+
+def _changed_paths(
+    changes: list[Change], old_modes: dict[str, int], new_modes: dict[str, int]
+) -> list[str]:
+    """Paths whose content, type or permission bits differ."""
+    paths = {change.path for change in changes}
+    paths |= {p for p in {*old_modes, *new_modes} if old_modes.get(p) != new_modes.get(p)}
+    return sorted(paths)

@@ -1,0 +1,52 @@
+"""The journal's part in a run: the project's files before it, and after it, whatever happens.
+
+The journal must never change how a run ends: when git is missing or the journal cannot be
+written, the run goes on with a warning that `wizard undo` cannot take it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wizard.errors import WizardError
+from wizard.events import LogLine
+from wizard.journal import Journal, RunRecord, git_available
+from wizard.runner.sequence.linear import RunContext
+
+_OFF = "this run is not journaled, so `wizard undo` cannot take it back"
+
+
+@dataclass
+class RunJournal:
+    """One run's journal record, or nothing when the journal is off."""
+
+    context: RunContext
+    journal: Journal | None = None
+    record: RunRecord | None = None
+
+    @classmethod
+    def open(cls, context: RunContext, run_id: str) -> RunJournal:
+        """Snapshot the project before the run."""
+        if not git_available():
+            context.sink(
+                LogLine(f"git was not found: {_OFF}. Install git to turn it on.", "warning")
+            )
+            return cls(context)
+        try:
+            journal = Journal(context.project_dir)
+            binding = context.binding
+            record = journal.begin(run_id, context.program.id, binding.harness, binding.sequence)
+        except (WizardError, OSError) as exc:
+            context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
+            return cls(context)
+        return cls(context, journal, record)
+
+    def finish(self, status: str) -> RunRecord | None:
+        """Snapshot the project after the run; the finished record."""
+        if self.journal is None or self.record is None:
+            return None
+        try:
+            return self.journal.finish(self.record, status)
+        except (WizardError, OSError) as exc:
+            self.context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
+            return None

@@ -1,0 +1,162 @@
+"""The run journal: snapshots in a private git store, and undo restoring byte for byte."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.journal.trees import state
+from wizard.journal import Journal, UndoRefused
+
+NAMES = st.sampled_from(["a", "b", "c.txt", "d.bin", "e", "run.sh"])
+FOLDERS = st.lists(st.sampled_from(["src", "lib", "deep"]), max_size=2)
+MODES = st.sampled_from([0o644, 0o755, 0o600, 0o640, 0o700])
+CONTENT = st.binary(max_size=64)
+
+
+@st.composite
+def trees(draw: st.DrawFn) -> list[tuple[str, str, bytes | str, int]]:
+    """Entries of a tree: (path, kind, content or link target, mode)."""
+    entries = {}
+    for _ in range(draw(st.integers(1, 8))):
+        path = "/".join([*draw(FOLDERS), draw(NAMES)])
+        if any(p.startswith(path + "/") or path.startswith(p + "/") for p in entries):
+            continue
+        if draw(st.integers(0, 5)) == 0:
+            entries[path] = ("link", draw(st.sampled_from(["a", "../x", "c.txt"])), 0)
+        else:
+            entries[path] = ("file", draw(CONTENT), draw(MODES))
+    return [(path, *entry) for path, entry in entries.items()]
+
+
+def build(root: Path, entries: list[tuple[str, str, bytes | str, int]]) -> None:
+    for path, kind, content, mode in entries:
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        if kind == "link":
+            target.symlink_to(str(content))
+        else:
+            assert isinstance(content, bytes)
+            target.write_bytes(content)
+            target.chmod(mode)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(before=trees(), after=trees(), deletions=st.lists(st.integers(0, 7), max_size=3))
+def test_undo_restores_any_tree_byte_for_byte(
+    tmp_path_factory: pytest.TempPathFactory,
+    before: list[tuple[str, str, bytes | str, int]],
+    after: list[tuple[str, str, bytes | str, int]],
+    deletions: list[int],
+) -> None:
+    project = tmp_path_factory.mktemp("project")
+    build(project, before)
+    original = state(project)
+    journal = Journal(project, tmp_path_factory.mktemp("state"))
+    record = journal.begin("run1", "test")
+    # The "run": delete some files, rewrite or add others (modes, binary, links, folders).
+    for index in deletions:
+        if index < len(before):
+            victim = project / before[index][0]
+            if victim.is_symlink() or victim.is_file():
+                victim.unlink()
+    for path, *_ in after:  # a file may give way to a folder and back
+        for parent in Path(path).parents:
+            if (project / parent).is_file() or (project / parent).is_symlink():
+                (project / parent).unlink()
+        if (project / path).is_dir() and not (project / path).is_symlink():
+            shutil.rmtree(project / path)
+    build(project, after)
+    finished = journal.finish(record, "succeeded")
+    result = state(project)
+    journal.undo(finished, "undo1")
+    assert state(project) == original
+    # And the undo is journaled: undoing it brings the run's result back.
+    journal.undo(journal.find("undo1"), "undo2")
+    assert state(project) == result
+
+
+def test_undo_refuses_after_a_user_edit_and_changes_nothing(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "app.py").write_text("v1\n")
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r1", "test")
+    (project / "app.py").write_text("v2 by the agent\n")
+    (project / "new.py").write_text("added\n")
+    finished = journal.finish(record, "succeeded")
+    (project / "app.py").write_text("v3 by the user\n")
+    with pytest.raises(UndoRefused) as refused:
+        journal.undo(finished, "u1")
+    assert refused.value.paths == ["app.py"]
+    assert (project / "app.py").read_text() == "v3 by the user\n"
+    assert (project / "new.py").exists()
+    undone = journal.undo(finished, "u2", force=True)
+    assert (project / "app.py").read_text() == "v1\n" and not (project / "new.py").exists()
+    assert "removed new.py" in undone.restored
+
+
+def test_heavy_folders_are_listed_not_copied_and_their_changes_are_named(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / "node_modules" / "left-pad").mkdir(parents=True)
+    (project / "node_modules" / "left-pad" / "index.js").write_text("x")
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r1", "test")
+    (project / "node_modules" / "right-pad").mkdir()
+    finished = journal.finish(record, "succeeded")
+    assert finished.heavy_changed == ["node_modules"]
+    assert finished.changed == []
+
+
+def test_a_git_repository_is_left_untouched(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=project, capture_output=True, text=True, check=True
+        )
+        return done.stdout
+
+    git("init", "-q")
+    git("config", "user.email", "u@example.com")
+    git("config", "user.name", "u")
+    (project / "a.txt").write_text("one\n")
+    (project / ".gitignore").write_text(".env\n")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    (project / "a.txt").write_text("stashed\n")
+    git("stash", "-q")
+    (project / "a.txt").write_text("staged\n")
+    git("add", "a.txt")
+    (project / ".env").write_text("SECRET=1\n")
+
+    def view() -> tuple[str, ...]:
+        return (
+            git("status", "--porcelain", "--ignored"),
+            git("rev-parse", "HEAD"),
+            git("stash", "list"),
+            git("for-each-ref"),
+            git("diff", "--cached"),
+        )
+
+    seen = view()
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r1", "test")
+    (project / "a.txt").write_text("agent\n")
+    (project / ".env").write_text("SECRET=2\n")
+    finished = journal.finish(record, "succeeded")
+    assert finished.changed == [".env", "a.txt"]  # .gitignore does not hide .env from undo
+    journal.undo(finished, "u1")
+    assert (project / "a.txt").read_text() == "staged\n"
+    assert (project / ".env").read_text() == "SECRET=1\n"
+    assert view() == seen
