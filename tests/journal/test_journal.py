@@ -160,3 +160,21 @@ def test_a_git_repository_is_left_untouched(tmp_path: Path) -> None:
     assert (project / "a.txt").read_text() == "staged\n"
     assert (project / ".env").read_text() == "SECRET=1\n"
     assert view() == seen
+
+
+def test_the_journal_keeps_the_newest_runs_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIZARD_JOURNAL_KEEP", "2")
+    project = tmp_path / "p"
+    project.mkdir()
+    journal = Journal(project, tmp_path / "state")
+    for n in range(3):
+        (project / "f.txt").write_text(f"version {n}\n")
+        journal.finish(journal.begin(f"r{n}", "test"), "succeeded")
+    assert [r.run_id for r in journal.records()] == ["r2", "r1"]
+    refs = subprocess.run(
+        ["git", "--git-dir", str(journal.store.git_dir), "for-each-ref", "--format=%(refname)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert not any("/r0/" in ref for ref in refs) and any("/r2/" in ref for ref in refs)

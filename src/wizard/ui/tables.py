@@ -34,7 +34,7 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
         elif record.undone_by:
             outcome += f", undone by {record.undone_by}"
         table.add_row(
-            record.run_id, record.started_at, record.program, record.harness or "-",
+            record.run_id, record.started_at[:19].replace("T", " "), record.program, record.harness or "-",
             record.sequence or "-", outcome, str(len(record.changed)),
         )  # fmt: skip
     return table
