@@ -42,17 +42,20 @@ def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
-        os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _sync_folder(path.parent)
+    _move_into_place(temp, path)
 
 
 def symlink_atomically(path: Path, target: str) -> None:
     """Make `path` a symlink to `target`, replacing whatever is there."""
     temp = _temp_beside(path)
     os.symlink(target, temp)
+    _move_into_place(temp, path)
+
+
+def _move_into_place(temp: Path, path: Path) -> None:
     try:
         os.replace(temp, path)
     except BaseException:

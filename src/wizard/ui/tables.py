@@ -33,8 +33,9 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
             outcome = f"undo of {record.undoes}"
         elif record.undone_by:
             outcome += f", undone by {record.undone_by}"
+        started = record.started_at[:19].replace("T", " ")
         table.add_row(
-            record.run_id, record.started_at[:19].replace("T", " "), record.program, record.harness or "-",
+            record.run_id, started, record.program, record.harness or "-",
             record.sequence or "-", outcome, str(len(record.changed)),
         )  # fmt: skip
     return table
