@@ -178,3 +178,19 @@ def test_the_journal_keeps_the_newest_runs_only(
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert not any("/r0/" in ref for ref in refs) and any("/r2/" in ref for ref in refs)
+
+
+def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from wizard.cli import app
+
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    project = tmp_path / "p"
+    project.mkdir()
+    journal = Journal(project)
+    record = journal.begin("0123456789ab", "transactional-email", "pi", "linear")
+    (project / "x.txt").write_text("x")
+    journal.finish(record, "aborted")
+    output = CliRunner().invoke(app, ["runs", "--project", str(project)]).output
+    assert "0123456789ab" in output and "aborted" in output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.table import Table
 
 from wizard.journal import RunRecord
@@ -24,18 +25,24 @@ def programs_table(programs: list[ProgramConfig], skills: list[SkillEntry]) -> T
 
 def runs_table(records: list[RunRecord], project: str) -> Table:
     """A project's journaled runs, newest first."""
-    table = Table(title=f"Runs of {project} (newest first)", title_justify="left")
-    for column in ("run", "started", "program", "harness", "sequence", "outcome", "files"):
-        table.add_column(column, justify="right" if column == "files" else "left")
+    table = Table(
+        title=f"Runs of {project} (newest first)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("run", no_wrap=True)
+    table.add_column("started (UTC)", no_wrap=True)
+    table.add_column("program (harness · sequence)", overflow="fold")
+    table.add_column("outcome", min_width=12)
+    table.add_column("files", justify="right", no_wrap=True)
     for record in records:
         outcome = record.status or "(running)"
         if record.kind == "undo":
             outcome = f"undo of {record.undoes}"
         elif record.undone_by:
             outcome += f", undone by {record.undone_by}"
-        started = record.started_at[:19].replace("T", " ")
-        table.add_row(
-            record.run_id, started, record.program, record.harness or "-",
-            record.sequence or "-", outcome, str(len(record.changed)),
-        )  # fmt: skip
+        how = f"{record.program}\n{record.harness or '-'} · {record.sequence or '-'}"
+        started = record.started_at[:16].replace("T", " ")
+        table.add_row(record.run_id, started, how, outcome, str(len(record.changed)))
     return table
