@@ -74,6 +74,14 @@ GatewayApi = Annotated[
         help="anthropic-messages (default) or openai-completions.",
     ),
 ]
+AllowInsecure = Annotated[
+    bool,
+    typer.Option(
+        "--allow-insecure-gateway",
+        envvar="WIZARD_ALLOW_INSECURE_GATEWAY",
+        help="Allow a plain-http gateway on another machine (the key crosses in clear).",
+    ),
+]
 Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
 
 
@@ -135,7 +143,7 @@ def _options(
     model: str | None,
     skills_dir: Path | None,
     ci: bool,
-    gateway: tuple[str | None, str | None, str | None],
+    gateway: tuple[str | None, str | None, str | None, bool],
     verbose: bool,
 ) -> LaunchOptions:
     from wizard.launch import LaunchOptions
@@ -165,6 +173,7 @@ def run(
     gateway_url: GatewayUrl = None,
     gateway_key: GatewayKey = None,
     gateway_api: GatewayApi = None,
+    allow_insecure_gateway: AllowInsecure = False,
     verbose: Verbose = False,
 ) -> None:
     """Run a program on a project."""
@@ -174,7 +183,7 @@ def run(
         config = get_program(program)
     except WizardError as exc:
         raise _usage_error(exc, program, ci, outcome_json) from exc
-    gateway = (gateway_url, gateway_key, gateway_api)
+    gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(project, harness, sequence, model, skills_dir, ci, gateway, verbose)
     _launch(config, options, outcome_json)
 
@@ -192,12 +201,13 @@ def skill(
     gateway_url: GatewayUrl = None,
     gateway_key: GatewayKey = None,
     gateway_api: GatewayApi = None,
+    allow_insecure_gateway: AllowInsecure = False,
     verbose: Verbose = False,
 ) -> None:
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
 
-    gateway = (gateway_url, gateway_key, gateway_api)
+    gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(project, harness, sequence, model, skills_dir, ci, gateway, verbose)
     _launch(skill_program(name), options, outcome_json)
 
@@ -232,7 +242,7 @@ def demo(
         raise _usage_error(exc, "demo", ci, outcome_json) from exc
     print_demo_intro(setup, ci)
     options = _options(
-        setup.project, "pi", "linear", DEMO_MODEL, None, ci, (None, None, None), verbose
+        setup.project, "pi", "linear", DEMO_MODEL, None, ci, (None, None, None, False), verbose
     )
     _launch(
         get_program(DEMO_PROGRAM),

@@ -123,15 +123,23 @@ async def test_a_marker_after_100k_chars_stops_with_its_reason(tmp_path: Path, a
 
 async def test_a_reader_that_stops_fails_the_run_as_an_engine_error(tmp_path: Path) -> None:
     scenario = {"responses": [{"blocks": [{"text": prose(200_000)}], "chunk_chars": 4}]}
-    stalled = threading.Event()
-
-    def stall_once(event: dict[str, Any]) -> None:
-        if event["type"] == "text_delta" and not stalled.is_set():
-            stalled.set()
-            time.sleep(5)  # wizard's loop reads nothing meanwhile
 
     def on_start(session: PiSession) -> None:
-        session.subscribe(stall_once)
+        process = session._process
+        assert process is not None
+        pipe = process._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
+        paused = False
+
+        def stop_reading(event: dict[str, Any]) -> None:
+            nonlocal paused
+            if event["type"] == "text_delta" and not paused:
+                # wizard stops reading pi's events (the rest of wizard, its proxy included,
+                # goes on), and reads again after 5 s
+                paused = True
+                pipe.pause_reading()
+                asyncio.get_running_loop().call_later(5, pipe.resume_reading)
+
+        session.subscribe(stop_reading)
 
     live = await run_live(tmp_path, scenario, on_start=on_start, stall_seconds=1)
     assert live.result.error is AgentErrorType.API_ERROR

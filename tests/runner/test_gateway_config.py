@@ -10,18 +10,20 @@ from wizard.runner.gateway import ANTHROPIC_API_URL, GatewayFlags, resolve_gatew
 
 def test_environment() -> None:
     env = {
-        "WIZARD_GATEWAY_URL": "http://gw",
+        "WIZARD_GATEWAY_URL": "https://gw",
         "WIZARD_GATEWAY_KEY": "k",
         "WIZARD_GATEWAY_API": "openai-completions",
     }
     gateway = resolve_gateway(GatewayFlags(), env)
-    assert (gateway.url, gateway.key, gateway.api) == ("http://gw", "k", "openai-completions")
+    assert (gateway.url, gateway.key, gateway.api) == ("https://gw", "k", "openai-completions")
     assert gateway.refusal_marker == "[posthog:abort]"
 
 
 def test_flags_beat_environment() -> None:
-    gateway = resolve_gateway(GatewayFlags(url="http://flag"), {"WIZARD_GATEWAY_URL": "http://env"})
-    assert gateway.url == "http://flag" and gateway.api == "anthropic-messages"
+    gateway = resolve_gateway(
+        GatewayFlags(url="https://flag"), {"WIZARD_GATEWAY_URL": "https://env"}
+    )
+    assert gateway.url == "https://flag" and gateway.api == "anthropic-messages"
 
 
 def test_anthropic_key_alone_means_anthropic() -> None:
@@ -30,7 +32,7 @@ def test_anthropic_key_alone_means_anthropic() -> None:
 
 
 def test_refusal_marker_is_per_gateway() -> None:
-    env = {"WIZARD_GATEWAY_URL": "http://gw", "WIZARD_GATEWAY_REFUSAL_MARKER": "[acme:refuse]"}
+    env = {"WIZARD_GATEWAY_URL": "https://gw", "WIZARD_GATEWAY_REFUSAL_MARKER": "[acme:refuse]"}
     assert resolve_gateway(GatewayFlags(), env).refusal_marker == "[acme:refuse]"
 
 
@@ -44,9 +46,42 @@ def test_nothing_configured_names_the_settings_and_the_demo() -> None:
 
 def test_unknown_api_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="openai"):
-        resolve_gateway(GatewayFlags(url="http://gw", api="openai"), {})
+        resolve_gateway(GatewayFlags(url="https://gw", api="openai"), {})
 
 
 def test_the_key_is_kept_out_of_reprs() -> None:
-    gateway = resolve_gateway(GatewayFlags(url="http://gw", key="sekret"), {})
+    gateway = resolve_gateway(GatewayFlags(url="https://gw", key="sekret"), {})
     assert gateway.key == "sekret" and "sekret" not in repr(gateway)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("htp:/x", "needs http:// or https:// and a host"),
+        ("gateway.example", "needs http:// or https:// and a host"),
+        ("https://user:pw@gw.example", "holds credentials"),
+        ("http://gw.example", "plain http to another machine"),
+        ("https://gw.example:notaport", "is not valid"),
+    ],
+)
+def test_a_gateway_url_the_key_must_not_go_to_is_refused(url: str, says: str) -> None:
+    with pytest.raises(UsageError, match=says):
+        resolve_gateway(GatewayFlags(url=url, key="k"), {})
+
+
+def test_plain_http_is_fine_on_this_machine_or_when_allowed() -> None:
+    assert resolve_gateway(GatewayFlags(url="http://127.0.0.1:8080"), {}).url
+    assert resolve_gateway(GatewayFlags(url="http://localhost:8080"), {}).url
+    allowed = GatewayFlags(url="http://gw.example", allow_insecure=True)
+    assert resolve_gateway(allowed, {}).url == "http://gw.example"
+    env = {"WIZARD_ALLOW_INSECURE_GATEWAY": "1"}
+    assert resolve_gateway(GatewayFlags(url="http://gw.example"), env).url
+
+
+def test_retry_and_idle_settings() -> None:
+    env = {"WIZARD_MAX_RETRIES": "0", "WIZARD_STREAM_IDLE_TIMEOUT": "12.5"}
+    gateway = resolve_gateway(GatewayFlags(url="https://gw"), env)
+    assert (gateway.retries, gateway.idle_timeout) == (0, 12.5)
+    assert resolve_gateway(GatewayFlags(url="https://gw"), {}).retries == 4
+    with pytest.raises(UsageError, match="WIZARD_MAX_RETRIES"):
+        resolve_gateway(GatewayFlags(url="https://gw"), {"WIZARD_MAX_RETRIES": "many"})

@@ -2,14 +2,20 @@
 
 `WIZARD_GATEWAY_URL`, `WIZARD_GATEWAY_KEY`, `WIZARD_GATEWAY_API` (`anthropic-messages`, the
 default, or `openai-completions`) and `WIZARD_GATEWAY_REFUSAL_MARKER`, or the matching flags;
-`ANTHROPIC_API_KEY` alone means Anthropic's own API.
+`ANTHROPIC_API_KEY` alone means Anthropic's own API. `WIZARD_MAX_RETRIES` (default 4; 0 turns
+retries off) and `WIZARD_STREAM_IDLE_TIMEOUT` (seconds, default 90) set the gateway edge.
+
+The URL is checked here, before any request: `http` or `https`, a host, no credentials in
+it. The key crosses the network in clear over plain `http`, so that is refused for a host
+that is not this machine unless `--allow-insecure-gateway` (`WIZARD_ALLOW_INSECURE_GATEWAY=1`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import cast, get_args
+from typing import TypeVar, cast, get_args
+from urllib.parse import urlsplit
 
 from wizard.errors import ConfigError, UsageError
 from wizard.programs.registry import did_you_mean
@@ -17,6 +23,7 @@ from wizard.runner.harness.types import GatewayApi, GatewaySettings
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 
 ANTHROPIC_API_URL = "https://api.anthropic.com"
+T = TypeVar("T", int, float)
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class GatewayFlags:
     url: str | None = None
     key: str | None = None
     api: str | None = None
+    allow_insecure: bool = False
 
 
 def resolve_gateway(flags: GatewayFlags, environ: Mapping[str, str]) -> GatewaySettings:
@@ -48,6 +56,56 @@ def resolve_gateway(flags: GatewayFlags, environ: Mapping[str, str]) -> GatewayS
             "ANTHROPIC_API_KEY to use Anthropic's API. To try wizard offline with a scripted "
             "model, run `wizard demo`.",
         )
+    allow_insecure = flags.allow_insecure or environ.get("WIZARD_ALLOW_INSECURE_GATEWAY") == "1"
+    check_gateway_url(url, allow_insecure)
     return GatewaySettings(
-        url=url, api=cast(GatewayApi, api), key=key or None, refusal_marker=marker
+        url=url,
+        api=cast(GatewayApi, api),
+        key=key or None,
+        refusal_marker=marker,
+        retries=_number(environ, "WIZARD_MAX_RETRIES", 4, int),
+        idle_timeout=_number(environ, "WIZARD_STREAM_IDLE_TIMEOUT", 90.0, float),
     )
+
+
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def check_gateway_url(url: str, allow_insecure: bool = False) -> None:
+    """A `UsageError` naming the setting unless `url` is a gateway URL wizard may send a key to."""
+    fix = "Set WIZARD_GATEWAY_URL (or --gateway-url) to the gateway's root, e.g. https://host."
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as exc:
+        raise UsageError(f"The gateway URL {url!r} is not valid: {exc}.", fix) from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(
+            f"The gateway URL {url!r} is not valid: it needs http:// or https:// and a host.", fix
+        )
+    if parts.username or parts.password:
+        raise UsageError(
+            "The gateway URL holds credentials; they would be sent in clear in every request.",
+            "Put the key in WIZARD_GATEWAY_KEY (or --gateway-key) and remove it from the URL.",
+        )
+    local = parts.hostname in _LOOPBACK or parts.hostname.startswith("127.")
+    if parts.scheme == "http" and not local and not allow_insecure:
+        raise UsageError(
+            f"The gateway URL {url} is plain http to another machine: the key would cross the "
+            "network unencrypted.",
+            "Use https, or pass --allow-insecure-gateway (WIZARD_ALLOW_INSECURE_GATEWAY=1) if "
+            "you accept that.",
+        )
+
+
+def _number(environ: Mapping[str, str], name: str, default: T, kind: Callable[[str], T]) -> T:
+    value = environ.get(name)
+    if not value:
+        return default
+    try:
+        number = kind(value)
+    except ValueError:
+        number = None
+    if number is None or number < 0:
+        raise UsageError(f"{name}={value!r} is not a number ≥ 0.", f"Set {name} to a number.")
+    return number

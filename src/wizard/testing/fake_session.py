@@ -51,6 +51,8 @@ class FakePiSession:
         self.closed = False
         self.launch: PiLaunch | None = None
         self._stats = stats or SessionStats(input_tokens=10, output_tokens=5)
+        # What the gateway edge reports; a test sets it to play a cut or empty reply.
+        self.gateway_fault: str | None = None
         self._builtin_results = builtin_results or {}
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         self._aborted = asyncio.Event()

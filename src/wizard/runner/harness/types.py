@@ -29,7 +29,10 @@ class GatewaySettings:
     api: GatewayApi = "anthropic-messages"
     key: str | None = field(default=None, repr=False)
     refusal_marker: str = DEFAULT_GATEWAY_MARKER
-    retries: int = 2
+    # The proxy's retry policy: retries of a failed request (`WIZARD_MAX_RETRIES`).
+    retries: int = 4
+    # No byte from the gateway for this long ends the request (`WIZARD_STREAM_IDLE_TIMEOUT`).
+    idle_timeout: float = 90.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,11 @@ class AgentSession(Protocol):
 
     async def stats(self) -> SessionStats:
         """Token usage so far."""
+        ...
+
+    @property
+    def gateway_fault(self) -> str | None:
+        """Why the gateway's reply was not a complete one, if it was not."""
         ...
 
     async def close(self) -> None:

@@ -57,14 +57,25 @@ class ToolCallBlock(_Strict):
 Block = TextBlock | ThinkingBlock | ToolCallBlock
 
 
+Fault = Literal["empty", "eof", "stall", "invalid-json", "reset"]
+
+
 class BlocksResponse(_Strict):
-    """A normal model answer: blocks streamed in order, cut early if `drop_after_chars`."""
+    """A normal model answer: blocks streamed in order, cut early if `drop_after_chars`.
+
+    `fault` breaks the stream after `fault_after_frames` SSE frames: `empty` answers 200 with
+    no events at all; `eof` ends the stream cleanly but without its terminator; `stall`
+    sends nothing more while keeping the connection open; `invalid-json` sends an event
+    whose data is not JSON (then carries on); `reset` resets the connection (TCP RST).
+    """
 
     kind: Literal["blocks"] = "blocks"
     blocks: list[Block]
     chunk_chars: Annotated[int, Field(ge=1)] = 8
     delay_ms: Annotated[int, Field(ge=0)] = 0
     drop_after_chars: Annotated[int, Field(ge=0)] | None = None
+    fault: Fault | None = None
+    fault_after_frames: Annotated[int, Field(ge=0)] = 0
 
 
 class RefusalResponse(_Strict):

@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
+import struct
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -330,7 +332,9 @@ class ScriptedGateway:
         try:
             writer.write(head)
             record.bytes_sent += len(head)
-            for frame in frames:
+            for number, frame in enumerate(frames):
+                if response.fault is not None and number == response.fault_after_frames:
+                    return await self._break(reader, writer, record, response)
                 if (
                     response.drop_after_chars is not None
                     and sent_chars >= response.drop_after_chars
@@ -338,10 +342,7 @@ class ScriptedGateway:
                     record.served += f" (dropped after {sent_chars} chars)"
                     writer.transport.abort()
                     return False
-                chunk = f"{len(frame.data):x}\r\n".encode() + frame.data + b"\r\n"
-                writer.write(chunk)
-                await writer.drain()
-                record.bytes_sent += len(chunk)
+                await self._chunk(writer, record, frame.data)
                 sent_chars += frame.content_chars
                 if response.delay_ms:
                     await asyncio.sleep(response.delay_ms / 1000)
@@ -354,6 +355,40 @@ class ScriptedGateway:
         except (ConnectionError, RuntimeError):
             record.client_disconnected = True
             return False
+
+    @staticmethod
+    async def _chunk(writer: asyncio.StreamWriter, record: RequestRecord, data: bytes) -> None:
+        chunk = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+        writer.write(chunk)
+        await writer.drain()
+        record.bytes_sent += len(chunk)
+
+    async def _break(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        record: RequestRecord,
+        response: BlocksResponse,
+    ) -> bool:
+        """Play the scripted fault; return whether the connection stays usable."""
+        record.served += f" ({response.fault} after {response.fault_after_frames} frames)"
+        if response.fault in ("empty", "eof"):
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            return False
+        if response.fault == "invalid-json":
+            await self._chunk(writer, record, b"data: {this is not json\n\n")
+            await reader.read()  # the client should give up on the stream now
+            record.client_disconnected = True
+            return False
+        if response.fault == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+            return False
+        await reader.read()  # stall: nothing more, until the client hangs up
+        record.client_disconnected = True
+        return False
 
     async def _send_json(
         self,

@@ -14,7 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from wizard.errors import EngineError
-from wizard.events import AnalyticsEvent, LogLine, SpinnerStarted, SpinnerStopped
+from wizard.events import (
+    AnalyticsEvent,
+    LogLine,
+    SpinnerMessage,
+    SpinnerStarted,
+    SpinnerStopped,
+)
 from wizard.outcome import AgentErrorType, AgentResult
 from wizard.runner.harness.failures import classify_failure
 from wizard.runner.harness.latch import StopLatch
@@ -129,6 +135,7 @@ class PiHarness:
             bridge=bridge,
             tool_names=(*BUILTIN_TOOLS, *bridge.tools),
             system_prompt=runtime_notes(),
+            notify=lambda message: inputs.sink(SpinnerMessage(message)),
         )
 
     async def _converse(self, session: AgentSession, run: _Run) -> AgentResult:
@@ -159,7 +166,11 @@ class PiHarness:
 
     @staticmethod
     async def _work_turn(session: AgentSession, run: _Run, text: str) -> PromptResult:
-        """Prompt, and abort the turn the moment a stop marker is latched."""
+        """Prompt, and abort the turn the moment a stop marker is latched.
+
+        A reply the gateway edge cut as incomplete ends the turn as an error, whatever the
+        engine made of it: a truncated reply is never a finished turn.
+        """
         prompt = asyncio.ensure_future(session.prompt(text))
         fired = asyncio.ensure_future(run.halt.wait())
         await asyncio.wait({prompt, fired}, return_when=asyncio.FIRST_COMPLETED)
@@ -167,11 +178,14 @@ class PiHarness:
         if not prompt.done():
             await session.abort()
         try:
-            return await prompt
+            end = await prompt
         except EngineError:
             if not run.halt.is_set():
                 raise
             return PromptResult("aborted")
+        if session.gateway_fault is not None and not run.halt.is_set():
+            return PromptResult("error", session.gateway_fault)
+        return end
 
     @staticmethod
     async def _remark(session: AgentSession, run: _Run) -> None:

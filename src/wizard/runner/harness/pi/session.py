@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import EngineError
-from wizard.runner.harness.key_proxy import KeyProxy
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
+from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
 from wizard.runner.harness.types import GatewaySettings, PromptResult, SessionStats
 from wizard.tools.fence import child_env
 
@@ -71,6 +71,8 @@ class PiLaunch:
     startup_timeout: float = 60.0
     # How long the host waits for wizard to read its events before it gives up.
     stall_seconds: float = 300.0
+    # Told of each gateway retry ("gateway busy, retrying in 4 s").
+    notify: Callable[[str], None] = lambda message: None
 
 
 def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> dict[str, Any]:
@@ -130,6 +132,7 @@ class PiSession:
         self.bytes_read = 0
         self.lines_read = 0
         self._exits = contextlib.AsyncExitStack()
+        self._proxy: GatewayProxy | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -172,13 +175,17 @@ class PiSession:
     async def _prepare_agent_dir(self, engine: PiEngine) -> Path:
         """pi's private folder: the gateway (through the key proxy) and the host's launch file."""
         launch, gateway = self.launch, self.launch.gateway
-        url, key = gateway.url, "wizard-no-key"
-        if gateway.key:
-            # pi gets a loopback proxy and a per-run token; the real key stays in wizard.
-            proxy = await self._exits.enter_async_context(KeyProxy(gateway.url, gateway.key))
-            url, key = proxy.url, proxy.token
+        # pi talks only to the loopback proxy, with a per-run token; the key stays in wizard.
+        proxy = GatewayProxy(
+            gateway.url,
+            gateway.key,
+            policy=RetryPolicy(max_retries=gateway.retries),
+            idle_timeout=gateway.idle_timeout,
+            notify=launch.notify,
+        )
+        self._proxy = await self._exits.enter_async_context(proxy)
         self._agent_dir = agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
-        models = _models_json(gateway, launch.model, url, key)
+        models = _models_json(gateway, launch.model, proxy.url, proxy.token)
         (agent_dir / "models.json").write_text(json.dumps(models))
         host = {
             **launch.bridge.spec(),
@@ -189,7 +196,7 @@ class PiSession:
             "model": launch.model,
             "tools": list(launch.tool_names),
             "systemPrompt": launch.system_prompt,
-            "retries": gateway.retries,
+            "retries": 0,  # the proxy's retry policy is the only one
             "stallSeconds": launch.stall_seconds,
         }
         (agent_dir / "launch.json").write_text(json.dumps(host))
@@ -229,6 +236,11 @@ class PiSession:
                 return
             except TimeoutError:
                 continue
+
+    @property
+    def gateway_fault(self) -> str | None:
+        """Why the gateway's reply was cut as incomplete, if it was (the proxy saw it)."""
+        return self._proxy.fault if self._proxy is not None else None
 
     @property
     def pid(self) -> int | None:

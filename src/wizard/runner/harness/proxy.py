@@ -1,0 +1,311 @@
+"""The one edge between an engine and the model gateway: key, retries, stream integrity, idle.
+
+Every model request an engine makes goes to this loopback proxy, which relays it to the real
+gateway with httpx. Here, and only here:
+
+- **The key.** The engine gets a per-run token; the proxy checks it and sends the real key,
+  so no engine process (nor anything the agent runs) ever holds it.
+- **The retry policy** (`RetryPolicy`, the only one: the engines' own retries are off).
+  `429`, `500`, `502`, `503`, `504`, `529` and connection failures are retried before any byte
+  of the response reached the engine, at most `max_retries` times, with exponential backoff
+  and full jitter from `base_delay`, honouring `Retry-After` / `retry-after-ms` up to
+  `max_delay`, within `budget` seconds per request. Each retry is announced through
+  `notify`. A failure mid-stream is never retried: the engine has seen part of the reply.
+- **Stream integrity.** A reply that ends without its terminator (`message_stop`; `[DONE]`
+  or a `finish_reason`), a 200 with no events, or an event whose data is not JSON is not a
+  finished turn: the proxy cuts the stream to the engine *in error* (no closing chunk, so
+  the engine raises instead of acting on a truncated reply) and records the `fault`.
+- **The idle watchdog.** No byte from the gateway for `idle_timeout` seconds ends the
+  request the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+_AUTH_HEADERS = ("x-api-key", "authorization")
+_HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding",
+     "host", "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When and how long the proxy retries a failed model request."""
+
+    max_retries: int = 4
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    budget: float = 120.0
+    statuses: frozenset[int] = frozenset({429, 500, 502, 503, 504, 529})
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number `attempt` (0-based)."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+
+
+def retry_after_seconds(headers: httpx.Headers) -> float | None:
+    """The wait a response asks for (`retry-after-ms`, else `retry-after` in seconds)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            with contextlib.suppress(ValueError):
+                return float(value) / scale
+    return None
+
+
+class StreamCheck:
+    """Watches a streamed reply for its terminator and for events that are not JSON."""
+
+    def __init__(self, api: str) -> None:
+        self.api = api
+        self.events = 0
+        self.complete = False
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> str | None:
+        """Read more of the stream; the fault it shows, if any."""
+        self._pending += chunk
+        *lines, self._pending = self._pending.split(b"\n")
+        for line in lines:
+            if fault := self._line(line.rstrip(b"\r")):
+                return fault
+        return None
+
+    def _line(self, line: bytes) -> str | None:
+        if not line.startswith(b"data:"):
+            return None  # other SSE fields and lines that are not fields are ignored
+        data = line[5:].strip()
+        self.events += 1
+        if data == b"[DONE]":
+            self.complete = True
+            return None
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return "the gateway sent an event that is not valid JSON"
+        if self.api == "anthropic":
+            self.complete |= isinstance(event, dict) and event.get("type") == "message_stop"
+        elif isinstance(event, dict):
+            choices = event.get("choices") or []
+            self.complete |= any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+        return None
+
+    def finish(self) -> str | None:
+        """The stream ended: the fault, if it was not a complete reply."""
+        if self._pending.strip() and (fault := self._line(self._pending.strip())):
+            return fault
+        if self.events == 0:
+            return "the gateway answered 200 with no events"
+        if not self.complete:
+            return "the gateway closed the stream before the reply was complete"
+        return None
+
+
+class GatewayProxy:
+    """Relays an engine's model requests to `upstream`, on 127.0.0.1."""
+
+    def __init__(
+        self,
+        upstream: str,
+        key: str | None,
+        *,
+        policy: RetryPolicy | None = None,
+        idle_timeout: float = 90.0,
+        notify: Callable[[str], None] = lambda message: None,
+    ) -> None:
+        self.upstream = upstream.rstrip("/")
+        self._key = key
+        self.policy = policy or RetryPolicy()
+        self.idle_timeout = idle_timeout
+        self._notify = notify
+        self.token = f"wizard-run-{secrets.token_urlsafe(24)}"
+        self.fault: str | None = None
+        self.requests = 0
+        self._server: asyncio.Server | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def url(self) -> str:
+        """The proxy's base URL, for the engine's config."""
+        assert self._server is not None, "the proxy is not running"
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aenter__(self) -> GatewayProxy:
+        timeout = httpx.Timeout(connect=30.0, read=self.idle_timeout, write=60.0, pool=30.0)
+        self._client = httpx.AsyncClient(timeout=timeout, trust_env=True)
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0, limit=64 << 20)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+        if self._client is not None:
+            await self._client.aclose()
+
+    # --- one relayed request --------------------------------------------------------------
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            method, target, headers = _parse_head(head)
+            body = await _read_body(reader, headers)
+            if not self._authorised(headers):
+                writer.write(_plain_response(401, "Unauthorized", b""))
+                return
+            request = self._upstream_request(method, target, headers, body)
+            response = await self._send(request)
+            if response is None:
+                return await self._unreachable(writer)
+            try:
+                await self._pipe(response, writer, _api_of(target))
+            finally:
+                await response.aclose()
+        except (ConnectionError, asyncio.IncompleteReadError, OSError) as exc:
+            log.debug("gateway proxy relay ended: %s", exc)
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _authorised(self, headers: list[tuple[str, str]]) -> bool:
+        return any(name.lower() in _AUTH_HEADERS and self.token in value for name, value in headers)
+
+    def _upstream_request(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+    ) -> httpx.Request:
+        sent = []
+        for name, value in headers:
+            lowered = name.lower()
+            if lowered in _HOP_BY_HOP or lowered == "accept-encoding":
+                continue
+            if lowered in _AUTH_HEADERS:
+                if not self._key:
+                    continue  # a gateway without a key gets no credentials at all
+                value = value.replace(self.token, self._key)
+            sent.append((name, value))
+        assert self._client is not None
+        return self._client.build_request(
+            method, self.upstream + target, headers=sent, content=body
+        )
+
+    async def _send(self, request: httpx.Request) -> httpx.Response | None:
+        """The response to relay, after the retry policy; None when the gateway is out of reach."""
+        assert self._client is not None
+        started, policy = time.monotonic(), self.policy
+        for attempt in range(policy.max_retries + 1):
+            self.requests += 1
+            response: httpx.Response | None = None
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                failure = f"could not connect ({type(exc).__name__})"
+            else:
+                if response.status_code not in policy.statuses:
+                    return response
+                failure = f"answered {response.status_code}"
+            retry_after = retry_after_seconds(response.headers) if response is not None else None
+            delay = policy.delay(attempt, retry_after)
+            if attempt == policy.max_retries or time.monotonic() - started + delay > policy.budget:
+                return response
+            if response is not None:
+                await response.aclose()
+            self._notify(f"gateway busy ({failure}), retrying in {delay:.0f} s")
+            await asyncio.sleep(delay)
+        return None  # pragma: no cover - the loop always returns
+
+    async def _unreachable(self, writer: asyncio.StreamWriter) -> None:
+        message = f"Could not reach the model gateway at {self.upstream} (connection error)."
+        payload = {"type": "error", "error": {"type": "api_error", "message": message}}
+        body = json.dumps(payload).encode()
+        writer.write(_plain_response(502, "Bad Gateway", body, "application/json"))
+        await writer.drain()
+
+    async def _pipe(self, response: httpx.Response, writer: asyncio.StreamWriter, api: str) -> None:
+        """Relay the response as chunks; cut it in error at the first sign of a fault."""
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        check = StreamCheck(api) if streamed and response.status_code == 200 else None
+        head = [f"HTTP/1.1 {response.status_code} {response.reason_phrase}"]
+        head += [f"{n}: {v}" for n, v in response.headers.items() if n.lower() not in _HOP_BY_HOP]
+        head += ["transfer-encoding: chunked", "connection: close"]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        try:
+            async for chunk in response.aiter_bytes():
+                if check is not None and (fault := check.feed(chunk)):
+                    return self._cut(writer, fault)
+                writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                await writer.drain()
+        except httpx.ReadTimeout:
+            return self._cut(writer, f"the gateway sent nothing for {self.idle_timeout:g} s")
+        except httpx.TransportError as exc:
+            return self._cut(writer, f"the connection to the gateway broke ({type(exc).__name__})")
+        if check is not None and (fault := check.finish()):
+            return self._cut(writer, fault)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    def _cut(self, writer: asyncio.StreamWriter, fault: str) -> None:
+        """End the stream to the engine in error, and remember why."""
+        self.fault = self.fault or f"{fault} (gateway {self.upstream})"
+        log.warning("gateway stream cut: %s", self.fault)
+        writer.transport.abort()
+
+
+def _api_of(target: str) -> str:
+    return "openai" if "chat/completions" in target else "anthropic"
+
+
+def _parse_head(head: bytes) -> tuple[str, str, list[tuple[str, str]]]:
+    request_line, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
+    method, target, _ = request_line.split(" ", 2)
+    headers = []
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers.append((name.strip(), value.strip()))
+    return method, target, headers
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]]) -> bytes:
+    """The request body, by content-length or chunked."""
+    values = {name.lower(): value for name, value in headers}
+    if values.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            body += (await reader.readexactly(size + 2))[:size]
+            if size == 0:
+                return body
+    return await reader.readexactly(int(values.get("content-length", "0")))
+
+
+def _plain_response(
+    status: int, reason: str, body: bytes, content_type: str = "text/plain"
+) -> bytes:
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body

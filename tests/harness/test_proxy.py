@@ -1,0 +1,234 @@
+"""The gateway edge: the key, the retry policy, stream integrity and the idle watchdog.
+
+Driven by the official SDKs against the scripted gateway over real HTTP on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy, StreamCheck
+from wizard.testing.gateway import ScriptedGateway
+
+USER: Any = [{"role": "user", "content": "x"}]
+FAST = RetryPolicy(max_retries=4, base_delay=0.01)
+TEXT = {"blocks": [{"text": "hello there, this is a reply"}], "chunk_chars": 4}
+
+
+@contextlib.asynccontextmanager
+async def edge(
+    scenario: dict[str, Any], **options: Any
+) -> AsyncIterator[tuple[ScriptedGateway, GatewayProxy]]:
+    """The scripted gateway behind a keyless proxy."""
+    async with (
+        ScriptedGateway(scenario) as gateway,
+        GatewayProxy(gateway.url, None, **options) as proxy,
+    ):
+        yield gateway, proxy
+
+
+def _claude(proxy: GatewayProxy) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=proxy.url, api_key=proxy.token, max_retries=0)
+
+
+def _gpt(proxy: GatewayProxy) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key=proxy.token, max_retries=0)
+
+
+async def test_a_wrong_token_is_refused_and_the_real_key_is_sent() -> None:
+    scenario = {"responses": [{"blocks": [{"text": "hi"}]}]}
+    async with (
+        ScriptedGateway(scenario, required_key="real-key") as gateway,
+        GatewayProxy(gateway.url, "real-key") as proxy,
+    ):
+        bad = anthropic.AsyncAnthropic(base_url=proxy.url, api_key="guess", max_retries=0)
+        with pytest.raises(anthropic.AuthenticationError):
+            await bad.messages.create(model="m", max_tokens=5, messages=USER)
+        good = _claude(proxy)
+        message = await good.messages.create(model="m", max_tokens=5, messages=USER)
+        await bad.close()
+        await good.close()
+    first = message.content[0]
+    assert first.type == "text" and first.text == "hi"
+    assert len(gateway.requests) == 1
+
+
+async def test_the_path_prefix_and_a_chunked_body_are_relayed() -> None:
+    received: list[bytes] = []
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(
+            next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(
+                b":"
+            )[1]
+        )
+        received.append(head + await reader.readexactly(length))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with GatewayProxy(f"http://127.0.0.1:{port}/base", "real-key") as proxy:
+        host, proxy_port = proxy.url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(proxy_port))
+        writer.write(
+            f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {proxy.token}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".encode()
+        )
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+    server.close()
+    await server.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"2\r\nok\r\n0\r\n\r\n")
+    (request,) = received
+    assert request.startswith(b"POST /base/v1/messages HTTP/1.1")
+    assert b"x-api-key: real-key" in request and proxy.token.encode() not in request
+    assert request.endswith(b"hello")
+
+
+async def test_overload_and_rate_limits_are_retried_then_succeed() -> None:
+    scenario = {"responses": [
+        {"error": {"status": 529, "body": "overloaded"}},
+        {"error": {"status": 429, "body": "slow down", "retry_after": 0}},
+        {"blocks": [{"text": "hi"}]},
+    ]}  # fmt: skip
+    notices: list[str] = []
+    async with edge(scenario, policy=FAST, notify=notices.append) as (gateway, proxy):
+        client = _claude(proxy)
+        message = await client.messages.create(model="m", max_tokens=5, messages=USER)
+        await client.close()
+    assert message.content[0].type == "text"
+    assert len(gateway.requests) == 3 and proxy.requests == 3
+    assert len(notices) == 2 and notices[0].startswith("gateway busy (answered 529), retrying in")
+
+
+async def test_retries_end_with_the_last_answer() -> None:
+    scenario = {"responses": [{"error": {"status": 503, "body": "down"}}] * 2}
+    policy = RetryPolicy(max_retries=1, base_delay=0.01)
+    async with (
+        ScriptedGateway(scenario) as gateway,
+        GatewayProxy(gateway.url, None, policy=policy) as proxy,
+    ):
+        client = _claude(proxy)
+        with pytest.raises(anthropic.InternalServerError, match="down"):
+            await client.messages.create(model="m", max_tokens=5, messages=USER)
+        await client.close()
+    assert len(gateway.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("error", "policy"),
+    [({"status": 400, "body": "bad"}, FAST), ({"status": 500, "body": "down"}, RetryPolicy(0))],
+    ids=["a-bad-request", "retries-off"],
+)
+async def test_no_retry(error: dict[str, Any], policy: RetryPolicy) -> None:
+    async with edge({"responses": [{"error": error}]}, policy=policy) as (gateway, proxy):
+        client = _claude(proxy)
+        with pytest.raises(anthropic.APIStatusError):
+            await client.messages.create(model="m", max_tokens=5, messages=USER)
+        await client.close()
+    assert len(gateway.requests) == 1
+
+
+async def test_an_unreachable_gateway_is_a_502_that_names_it() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    policy = RetryPolicy(max_retries=2, base_delay=0.01)
+    async with GatewayProxy(closed, None, policy=policy) as proxy:
+        client = _claude(proxy)
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            await client.messages.create(model="m", max_tokens=5, messages=USER)
+        await client.close()
+    assert raised.value.status_code == 502 and closed in str(raised.value)
+    assert proxy.requests == 3
+
+
+def test_retry_after_is_honoured_up_to_the_cap() -> None:
+    policy = RetryPolicy(max_delay=60.0, base_delay=1.0)
+    assert policy.delay(0, 30.0) == 30.0
+    assert policy.delay(0, 600.0) == 60.0
+    assert all(0 <= policy.delay(3, None) <= 8.0 for _ in range(100))
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("empty", "the gateway answered 200 with no events"),
+        ("eof", "the gateway closed the stream before the reply was complete"),
+        ("invalid-json", "the gateway sent an event that is not valid JSON"),
+        ("reset", "the connection to the gateway broke"),
+    ],
+)
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+async def test_a_broken_stream_is_cut_in_error_and_recorded(
+    fault: str, reason: str, api: str
+) -> None:
+    after = 0 if fault == "empty" else 3
+    response = {**TEXT, "fault": fault, "fault_after_frames": after}
+    async with edge({"responses": [response]}) as (gateway, proxy):
+        url = gateway.url
+        with pytest.raises(Exception):  # noqa: B017 - each SDK raises its own transport error
+            if api == "anthropic":
+                client = _claude(proxy)
+                async with client.messages.stream(model="m", max_tokens=5, messages=USER) as stream:
+                    async for _ in stream:
+                        pass
+            else:
+                gpt = _gpt(proxy)
+                chunks = await gpt.chat.completions.create(model="m", messages=USER, stream=True)
+                async for _ in chunks:
+                    pass
+    assert proxy.fault is not None and proxy.fault.startswith(reason), proxy.fault
+    assert url in proxy.fault
+
+
+async def test_the_idle_watchdog_cuts_a_stalled_stream() -> None:
+    response = {**TEXT, "fault": "stall", "fault_after_frames": 2}
+    async with (
+        ScriptedGateway({"responses": [response]}) as gateway,
+        GatewayProxy(gateway.url, None, idle_timeout=0.5) as proxy,
+    ):
+        client = _claude(proxy)
+        with pytest.raises(Exception):  # noqa: B017 - the SDK's own transport error
+            async with client.messages.stream(model="m", max_tokens=5, messages=USER) as stream:
+                async for _ in stream:
+                    pass
+        await client.close()
+    assert proxy.fault is not None and proxy.fault.startswith("the gateway sent nothing for 0.5 s")
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+async def test_a_complete_stream_is_no_fault(api: str) -> None:
+    async with (
+        ScriptedGateway({"responses": [TEXT]}) as gateway,
+        GatewayProxy(gateway.url, None) as proxy,
+    ):
+        if api == "anthropic":
+            client = _claude(proxy)
+            async with client.messages.stream(model="m", max_tokens=5, messages=USER) as stream:
+                text = await stream.get_final_text()
+        else:
+            gpt = _gpt(proxy)
+            chunks = await gpt.chat.completions.create(model="m", messages=USER, stream=True)
+            text = "".join([c.choices[0].delta.content or "" async for c in chunks if c.choices])
+    assert text == "hello there, this is a reply"
+    assert proxy.fault is None
+
+
+def test_sse_lines_that_are_not_fields_are_ignored() -> None:
+    check = StreamCheck("openai")
+    assert check.feed(b": keep-alive comment\nnonsense line\n\n") is None
+    assert check.feed(b'data: {"choices": [{"finish_reason": "stop"}]}\n\n') is None
+    assert check.finish() is None
