@@ -87,6 +87,8 @@ async def run_live(
     prompt: str = "Set up the program.",
     tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: (),
     on_start: Callable[[PiSession], object] = lambda session: None,
+    retries: int = 0,
+    idle_timeout: float = 90.0,
     **launch_changes: Any,
 ) -> LiveRun:
     """Run the pi harness on the real engine against `scenario`."""
@@ -103,7 +105,9 @@ async def run_live(
             project_dir=project,
             prompt=prompt,
             model="scripted-1",
-            gateway=GatewaySettings(url=gateway.url, api=api, retries=0),
+            gateway=GatewaySettings(
+                url=gateway.url, api=api, retries=retries, idle_timeout=idle_timeout
+            ),
             sink=recorder,
             tools=tools,
         )
