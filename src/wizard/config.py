@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from wizard.errors import ConfigError
+from wizard.errors import ConfigError, UsageError
+
+Number = TypeVar("Number", int, float)
 
 
 class _Section(BaseModel):
@@ -113,3 +116,19 @@ def apply_config(environ: os._Environ[str]) -> None:
     """Put the config file's settings into the process environment where unset."""
     for variable, value in with_config(environ).items():
         environ.setdefault(variable, value)
+
+
+def number_setting(
+    environ: Mapping[str, str], name: str, default: Number, kind: Callable[[str], Number]
+) -> Number:
+    """A number ≥ 0 from the variable `name` (`default` when unset); a `UsageError` if not one."""
+    value = environ.get(name)
+    if not value:
+        return default
+    try:
+        number = kind(value)
+    except ValueError:
+        number = None
+    if number is None or number < 0:
+        raise UsageError(f"{name}={value!r} is not a number ≥ 0.", f"Set {name} to a number.")
+    return number

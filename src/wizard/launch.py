@@ -9,6 +9,7 @@ raised as `WizardError`.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -20,9 +21,10 @@ from typing import cast
 
 from wizard.analytics import analytics_from_env
 from wizard.errors import UsageError, WizardError
-from wizard.events import EventBus, EventSink
+from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
 from wizard.outcome import Outcome, Outro
+from wizard.processes import become_subreaper, stop_descendants
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
 from wizard.runner import RunRequest, run_program
@@ -118,15 +120,19 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
     )
 
 
-def cancelled_outcome(program: ProgramConfig, binding: ProgramBinding) -> Outcome:
-    """The outcome of a run the user interrupted."""
+def cancelled_outcome(
+    program: ProgramConfig, binding: ProgramBinding, by: int = signal.SIGINT
+) -> Outcome:
+    """The outcome of a run the user (or a signal `by`) interrupted."""
     outro = Outro(
         "cancel",
         f"{program.label} cancelled",
         "The run was interrupted and nothing more will run. Files the agent already changed "
         "stay as they are.",
     )
-    return Outcome("cancelled", program.id, binding.harness, binding.sequence, outro=outro)
+    return Outcome(
+        "cancelled", program.id, binding.harness, binding.sequence, outro=outro, signal=by
+    )
 
 
 def launch(
@@ -156,11 +162,10 @@ def launch(
         if live is not None:
             stack.callback(live.close)
         ask = live.ask if live is not None else None
-        try:
-            request = partial(_request, program, options, run_id=run_id, sink=bus, ask=ask)
-            outcome = asyncio.run(_run(request, environ, services))
-        except KeyboardInterrupt:
-            outcome = cancelled_outcome(program, options.binding)
+        request = partial(_request, program, options, run_id=run_id, sink=bus, ask=ask)
+        outcome = _run_to_the_end(program, options, request, environ, services)
+        if orphans := stop_descendants():  # whatever the agent started that outlived pi
+            bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
     outcome = with_journal(replace(outcome, run_id=run_id), options.project)
     if ci is not None:
         ci.outcome(outcome)
@@ -170,11 +175,40 @@ def launch(
     return outcome
 
 
-async def _run(
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _run_to_the_end(
+    program: ProgramConfig,
+    options: LaunchOptions,
     request: Callable[[Mapping[str, str]], RunRequest],
     environ: Mapping[str, str],
     services: Services | None,
 ) -> Outcome:
+    """Run in an event loop; Ctrl-C, SIGTERM and SIGHUP end it with a clean teardown."""
+    become_subreaper()
+    caught: list[int] = []
+    try:
+        return asyncio.run(_run(request, environ, services, caught))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return cancelled_outcome(program, options.binding, caught[0] if caught else signal.SIGINT)
+
+
+async def _run(
+    request: Callable[[Mapping[str, str]], RunRequest],
+    environ: Mapping[str, str],
+    services: Services | None,
+    caught: list[int],
+) -> Outcome:
+    loop, main = asyncio.get_running_loop(), asyncio.current_task()
+    assert main is not None
+
+    def stop(number: int) -> None:
+        caught.append(number)
+        main.cancel()  # the same teardown as Ctrl-C: abort, stop pi, journal, clean up
+
+    for number in _STOP_SIGNALS:
+        loop.add_signal_handler(number, stop, number)
     async with services() if services is not None else _no_services() as extra:
         return await run_program(request({**environ, **extra}))
 

@@ -28,6 +28,7 @@ class AgentErrorType(StrEnum):
     NO_PROGRESS = "WIZARD_NO_PROGRESS"
     INCOMPLETE_TASKS = "WIZARD_INCOMPLETE_TASKS"
     SECURITY_VIOLATION = "WIZARD_SECURITY_VIOLATION"
+    ENGINE_FAILURE = "WIZARD_ENGINE_FAILURE"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class Outcome:
     project: str | None = None
     changed_files: tuple[str, ...] = ()
     unjournaled_changes: tuple[str, ...] = ()
+    # The signal that interrupted a cancelled run (SIGINT for Ctrl-C).
+    signal: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""
@@ -105,5 +108,8 @@ _EXIT_CODES: dict[OutcomeStatus, int] = {
 
 
 def exit_code(outcome: Outcome) -> int:
-    """The process exit code for `outcome`: 0, 1, 2, 3 or 130."""
+    """The process exit code for `outcome`: 0, 1, 2, 3, or 128 + the signal that interrupted
+    it, as shells expect (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    if outcome.status == "cancelled" and outcome.signal is not None:
+        return 128 + outcome.signal
     return _EXIT_CODES[outcome.status]

@@ -12,9 +12,10 @@ import pytest
 
 from wizard.events import EventRecorder
 from wizard.outcome import AgentResult
+from wizard.processes import descendants
 from wizard.runner.harness.pi import engine
 from wizard.runner.harness.pi.run import PiHarness
-from wizard.runner.harness.pi.session import PiLaunch, PiSession, _descendants
+from wizard.runner.harness.pi.session import PiLaunch, PiSession
 from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 from wizard.tools.base import HostTool
@@ -44,7 +45,7 @@ class LiveRun:
     def assert_no_process_left(self) -> None:
         for pid in self.pids:
             assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"pi {pid} still runs"
-            assert _descendants(pid) == []
+            assert descendants(pid) == []
 
 
 def _zombie(pid: int) -> bool:

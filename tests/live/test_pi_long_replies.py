@@ -142,7 +142,7 @@ async def test_a_reader_that_stops_fails_the_run_as_an_engine_error(tmp_path: Pa
         session.subscribe(stop_reading)
 
     live = await run_live(tmp_path, scenario, on_start=on_start, stall_seconds=1)
-    assert live.result.error is AgentErrorType.API_ERROR
+    assert live.result.error is AgentErrorType.ENGINE_FAILURE
     message = live.result.message or ""
     assert "wizard stopped reading the engine's events for 1 s" in message
     assert "    at " not in message, "a Node stack trace reached the error screen"
@@ -173,7 +173,7 @@ async def test_killing_pi_during_a_2mb_write_leaves_the_old_file_whole(tmp_path:
 
     live = await run_live(tmp_path, scenario, on_start=kill_mid_write)
     assert caught.is_set(), "the write never started"
-    assert live.result.error is AgentErrorType.API_ERROR
+    assert live.result.error is AgentErrorType.ENGINE_FAILURE
     assert target.read_text() in (old, new), "the file was left half-written"
     await asyncio.sleep(0)
     live.assert_no_process_left()

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.live.conftest import _descendants, session_pid, watched_sessions
+from tests.live.conftest import session_pid, watched_sessions
 from wizard.events import EventRecorder, ToolCalled
+from wizard.processes import descendants
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
@@ -60,7 +61,7 @@ async def test_cancelling_a_run_mid_tool_leaves_no_process(tmp_path: Path) -> No
             await asyncio.sleep(0.05)
         else:
             pytest.fail("the bash tool never started")
-        slow = [pid for pid in _descendants(pids[0]) if b"slow.py" in _cmdline(pid)]
+        slow = [pid for pid in descendants(pids[0]) if b"slow.py" in _cmdline(pid)]
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
@@ -77,7 +78,7 @@ def _cmdline(pid: int) -> bytes:
 
 
 def _slow_running(root: int) -> bool:
-    return any(b"slow.py" in _cmdline(pid) for pid in _descendants(root))
+    return any(b"slow.py" in _cmdline(pid) for pid in descendants(root))
 
 
 def _is_zombie(pid: int) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wizard.config import number_setting
 from wizard.errors import EngineError, UsageError
 from wizard.events import AnalyticsEvent, EventSink, LogLine
 from wizard.outcome import Outcome, Outro
@@ -118,6 +119,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
         skills=request.skills,
         sink=request.sink,
         ask=request.ask,
+        engine_timeout=number_setting(request.environ, "WIZARD_ENGINE_TIMEOUT", 150.0, float),
     )
     try:
         await harness.prepare(lambda line: request.sink(LogLine(line)))

@@ -12,18 +12,18 @@ that is not this machine unless `--allow-insecure-gateway` (`WIZARD_ALLOW_INSECU
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar, cast, get_args
+from typing import cast, get_args
 from urllib.parse import urlsplit
 
+from wizard.config import number_setting
 from wizard.errors import ConfigError, UsageError
 from wizard.programs.registry import did_you_mean
 from wizard.runner.harness.types import GatewayApi, GatewaySettings
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 
 ANTHROPIC_API_URL = "https://api.anthropic.com"
-T = TypeVar("T", int, float)
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ def resolve_gateway(flags: GatewayFlags, environ: Mapping[str, str]) -> GatewayS
         api=cast(GatewayApi, api),
         key=key or None,
         refusal_marker=marker,
-        retries=_number(environ, "WIZARD_MAX_RETRIES", 4, int),
-        idle_timeout=_number(environ, "WIZARD_STREAM_IDLE_TIMEOUT", 90.0, float),
+        retries=number_setting(environ, "WIZARD_MAX_RETRIES", 4, int),
+        idle_timeout=number_setting(environ, "WIZARD_STREAM_IDLE_TIMEOUT", 90.0, float),
     )
 
 
@@ -96,16 +96,3 @@ def check_gateway_url(url: str, allow_insecure: bool = False) -> None:
             "Use https, or pass --allow-insecure-gateway (WIZARD_ALLOW_INSECURE_GATEWAY=1) if "
             "you accept that.",
         )
-
-
-def _number(environ: Mapping[str, str], name: str, default: T, kind: Callable[[str], T]) -> T:
-    value = environ.get(name)
-    if not value:
-        return default
-    try:
-        number = kind(value)
-    except ValueError:
-        number = None
-    if number is None or number < 0:
-        raise UsageError(f"{name}={value!r} is not a number ≥ 0.", f"Set {name} to a number.")
-    return number

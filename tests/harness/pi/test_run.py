@@ -366,7 +366,10 @@ async def test_a_connection_error_names_the_gateway_url_and_the_fix(tmp_path: Pa
 async def test_29_engine_failure_before_a_marker_is_never_an_abort(tmp_path: Path) -> None:
     h = Harnessed(tmp_path, [{"raise": "pi exited unexpectedly"}])
     result = await h.run()
-    assert result.error is AgentErrorType.API_ERROR
+    assert (result.error, result.message) == (
+        AgentErrorType.ENGINE_FAILURE,
+        "pi exited unexpectedly",
+    )
 
 
 async def test_29_a_model_error_after_a_latch_is_still_the_abort(tmp_path: Path) -> None:

@@ -107,6 +107,7 @@ def test_gateway_refusal_is_tagged_and_generic(tmp_path: Path) -> None:
         (AgentErrorType.RATE_LIMIT, "Rate limit reached"),
         (AgentErrorType.API_ERROR, "API Error"),
         (AgentErrorType.SECURITY_VIOLATION, "Security check stopped the setup"),
+        (AgentErrorType.ENGINE_FAILURE, "The agent engine failed"),
         (AgentErrorType.MCP_MISSING, "Agent could not access PostHog MCP"),
         (AgentErrorType.RESOURCE_MISSING, "Agent could not access setup resource"),
     ],

@@ -98,6 +98,8 @@ class RunInputs:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     sink: EventSink = lambda event: None
+    # The engine silent this long while a turn is open is a failure (`WIZARD_ENGINE_TIMEOUT`).
+    engine_timeout: float = 150.0
     # The program's host tools, built over the run's fence (which resolves their paths).
     tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: ()
 

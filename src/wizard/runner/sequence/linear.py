@@ -38,6 +38,7 @@ class RunContext:
     skills: SkillSource
     sink: EventSink
     ask: AskFunction | None = None
+    engine_timeout: float = 150.0
 
     def outcome(
         self,
@@ -109,6 +110,7 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             disallowed_tools=program.disallowed_tools,
             sink=ctx.sink,
             tools=tools,
+            engine_timeout=ctx.engine_timeout,
         )
     )
     return route_result(ctx, result)

@@ -39,6 +39,13 @@ _ERROR_SCREENS: dict[AgentErrorType, tuple[str, str]] = {
         "The wizard's security fence ended the run. Review what the agent changed before you "
         "keep it.",
     ),
+    AgentErrorType.ENGINE_FAILURE: (
+        "The agent engine failed",
+        "The agent engine crashed, stopped answering, or could not start, so the setup did not "
+        "finish. The run's log file (its path is printed when the run starts, and in --ci "
+        "output) has the engine's last words. Run `wizard engines status`, then run again. "
+        + REPORT_TO,
+    ),
     AgentErrorType.MCP_MISSING: (
         "Agent could not access PostHog MCP",
         "The agent could not reach the PostHog MCP server. Check your network, then run again.",

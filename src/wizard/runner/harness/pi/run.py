@@ -116,6 +116,7 @@ class PiHarness:
                 session = self._session_factory(self._launch(inputs, bridge))
                 try:
                     await session.start()
+                    inputs.sink(LogLine("the pi engine is ready", "debug"))
                     session.subscribe(run.listener)
                     return await self._converse(session, run)
                 finally:
@@ -125,7 +126,7 @@ class PiHarness:
                 return self._violated(run)
             if run.latch.marker is not None:
                 return self._aborted(run)
-            return self._failed(run, str(exc))
+            return self._engine_failed(run, str(exc))
 
     def _launch(self, inputs: RunInputs, bridge: HostBridge) -> PiLaunch:
         return PiLaunch(
@@ -136,6 +137,7 @@ class PiHarness:
             tool_names=(*BUILTIN_TOOLS, *bridge.tools),
             system_prompt=runtime_notes(),
             notify=lambda message: inputs.sink(SpinnerMessage(message)),
+            engine_timeout=inputs.engine_timeout,
         )
 
     async def _converse(self, session: AgentSession, run: _Run) -> AgentResult:
@@ -221,6 +223,12 @@ class PiHarness:
         run.emit("agent aborted", **run.timing())
         error, shown = classify_failure(message, run.inputs.gateway.url)
         return AgentResult(error, shown)
+
+    def _engine_failed(self, run: _Run, message: str) -> AgentResult:
+        run.stop(run.inputs.error_message)
+        run.inputs.sink(LogLine(f"pi engine failure: {message}", "error"))
+        run.emit("agent aborted", **run.timing())
+        return AgentResult(AgentErrorType.ENGINE_FAILURE, message)
 
     async def _classify(self, session: AgentSession, run: _Run) -> AgentResult:
         listener = run.listener

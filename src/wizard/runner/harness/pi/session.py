@@ -37,12 +37,14 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wizard.errors import EngineError
+from wizard.processes import descendants
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
@@ -73,6 +75,9 @@ class PiLaunch:
     stall_seconds: float = 300.0
     # Told of each gateway retry ("gateway busy, retrying in 4 s").
     notify: Callable[[str], None] = lambda message: None
+    # pi not answering a command, or silent this long while a turn is open and no tool
+    # runs, is an engine failure (longer than the gateway's idle timeout, which comes first).
+    engine_timeout: float = 150.0
 
 
 def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> dict[str, Any]:
@@ -86,26 +91,6 @@ def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> di
     if gateway.api == "openai-completions":
         provider["compat"] = {"supportsDeveloperRole": False, "supportsReasoningEffort": False}
     return {"providers": {PROVIDER: provider}}
-
-
-def _descendants(root: int) -> list[int]:
-    """Every live descendant of `root`, read from /proc (Linux)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 class PiSession:
@@ -133,6 +118,8 @@ class PiSession:
         self.lines_read = 0
         self._exits = contextlib.AsyncExitStack()
         self._proxy: GatewayProxy | None = None
+        self._last_event = time.monotonic()
+        self._tools_running = 0
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -206,10 +193,14 @@ class PiSession:
         """Abort any run, stop pi, and leave no process behind."""
         process = self._process
         if process is not None and process.returncode is None:
-            if self._run_done is not None and not self._run_done.done():
+            stopped = self._stopped()  # a stopped pi answers nothing and ignores SIGTERM
+            if not stopped and self._run_done is not None and not self._run_done.done():
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.abort(), 5)
-            survivors = _descendants(process.pid)
+            survivors = descendants(process.pid)
+            if stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
             await self._stop_process(process)
             for pid in survivors:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -262,10 +253,35 @@ class PiSession:
         """Send a prompt and return when its run has ended (the final `agent_end`)."""
         loop = asyncio.get_running_loop()
         self._run_done = loop.create_future()
+        self._last_event = time.monotonic()
         response = await self._command({"type": "prompt", "message": text})
         if not response.get("success", False):
             raise EngineError(f"pi rejected the prompt: {response.get('error')}")
-        return await self._run_done
+        return await self._watched(self._run_done)
+
+    async def _watched(self, run_done: asyncio.Future[PromptResult]) -> PromptResult:
+        """The run's end, unless pi hangs: silent too long while no tool runs, or stopped."""
+        timeout, stopped_since = self.launch.engine_timeout, None
+        while True:
+            with contextlib.suppress(TimeoutError):
+                return await asyncio.wait_for(asyncio.shield(run_done), min(timeout, 1.0))
+            now = time.monotonic()
+            stopped_since = (stopped_since or now) if self._stopped() else None
+            if stopped_since is not None and now - stopped_since >= timeout:
+                raise EngineError(f"pi has been stopped (not running) for {timeout:g} s.")
+            if not self._tools_running and now - self._last_event >= timeout:
+                raise EngineError(
+                    f"pi produced no event for {timeout:g} s while a turn was open and no "
+                    "tool was running: it hung."
+                )
+
+    def _stopped(self) -> bool:
+        """Whether pi's process is stopped (SIGSTOP, or a debugger), read from /proc."""
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except (OSError, TypeError):
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
 
     async def abort(self) -> None:
         """Abort the current run; returns once pi has ended it."""
@@ -297,7 +313,14 @@ class PiSession:
         except (ConnectionError, RuntimeError) as exc:
             self._pending.pop(command_id, None)
             raise EngineError(f"pi's stdin is closed: {exc}\n{self.stderr_tail()}") from exc
-        return await future
+        try:
+            return await asyncio.wait_for(future, self.launch.engine_timeout)
+        except TimeoutError:
+            self._pending.pop(command_id, None)
+            raise EngineError(
+                f"pi did not answer the {command['type']} command within "
+                f"{self.launch.engine_timeout:g} s."
+            ) from None
 
     async def _read_stdout(self) -> None:
         assert self._process is not None and self._process.stdout is not None
@@ -317,6 +340,11 @@ class PiSession:
             log.warning("pi wrote a line that is not JSON: %r", line[:200])
             return
         kind = message.get("type")
+        self._last_event = time.monotonic()
+        if kind == "tool_start":
+            self._tools_running += 1
+        elif kind == "tool_end":
+            self._tools_running = max(0, self._tools_running - 1)
         if kind == "response" and message.get("id") in self._pending:
             future = self._pending.pop(message["id"])
             if not future.done():

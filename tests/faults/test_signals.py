@@ -1,0 +1,145 @@
+"""Signals to wizard and to pi, while the model streams and while a command runs.
+
+Every case runs `wizard run` as a user would (a process of its own, the real pi engine, the
+scripted gateway) and asserts the exit code, the outcome, a bounded wall time (it ends; not a
+speed test) and that no process is left: neither pi nor the command the agent started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import pi_processes_in, wizard_env
+
+pytestmark = pytest.mark.live
+
+STREAMING = {"blocks": [{"text": "thinking out loud " * 3000}], "chunk_chars": 8, "delay_ms": 20}
+SLEEPER = "import time\ntime.sleep(300)\n"
+BASH = {"blocks": [{"tool_call": {"name": "bash", "arguments": {"command": "python3 sleeper.py"}}}]}
+ENDS_WITHIN_S = 60
+
+
+def _commands_in(project: Path) -> list[int]:
+    """The sleeper commands running in `project`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if b"sleeper.py" in cmdline and Path(cwd) == project.resolve():
+                found.append(int(entry.name))
+    return found
+
+
+class Run:
+    """`wizard run` in a process of its own, on a project with a sleeper script."""
+
+    def __init__(self, tmp_path: Path, url: str) -> None:
+        self.project = tmp_path / "project"
+        self.project.mkdir()
+        self.sleeper = self.project / "sleeper.py"
+        self.sleeper.write_text(SLEEPER)
+        self.outcome_file = tmp_path / "outcome.json"
+        self.logs = tmp_path / "logs"
+        env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_ENGINE_TIMEOUT="3")
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "wizard", "run", "transactional-email", "--project",
+             str(self.project), "--ci", "--outcome-json", str(self.outcome_file)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+
+    def wait_until(self, ready: Any, what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert self.process.poll() is None, f"wizard ended before {what}"
+            assert time.monotonic() < deadline, f"never saw {what}"
+            time.sleep(0.05)
+
+    def pi(self) -> int:
+        """pi's pid, once pi is ready and the first model request is under way."""
+        self.wait_until(self._engine_ready, "pi ready")
+        time.sleep(0.5)  # the prompt goes out at once; the reply streams for minutes
+        return pi_processes_in(self.project)[0]
+
+    def _engine_ready(self) -> bool:
+        logs = list(self.logs.glob("*.jsonl"))
+        return bool(logs) and "the pi engine is ready" in logs[0].read_text()
+
+    def finish(self) -> tuple[int, dict[str, Any]]:
+        try:
+            self.process.communicate(timeout=ENDS_WITHIN_S)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+        assert time.monotonic() - self.started < ENDS_WITHIN_S + 60
+        assert pi_processes_in(self.project) == []
+        assert _commands_in(self.project) == [], "the command survived"
+        return self.process.returncode, json.loads(self.outcome_file.read_text())
+
+
+def _sleeper_running(run: Run) -> bool:
+    return bool(_commands_in(run.project))
+
+
+@pytest.mark.parametrize(
+    ("number", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
+@pytest.mark.parametrize("during", ["streaming", "bash"])
+def test_a_signal_to_wizard_ends_the_run_cleanly(
+    tmp_path: Path, gateway_process: Any, number: int, code: int, during: str
+) -> None:
+    url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
+    run = Run(tmp_path, url)
+    run.pi()
+    if during == "bash":
+        run.wait_until(lambda: _sleeper_running(run), "the command start")
+    run.process.send_signal(number)
+    returncode, outcome = run.finish()
+    assert returncode == code
+    assert (outcome["status"], outcome["signal"]) == ("cancelled", number)
+
+
+@pytest.mark.parametrize("during", ["streaming", "bash"])
+def test_killing_pi_is_an_engine_failure_and_leaves_no_process(
+    tmp_path: Path, gateway_process: Any, during: str
+) -> None:
+    url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
+    run = Run(tmp_path, url)
+    pi = run.pi()
+    if during == "bash":
+        run.wait_until(lambda: _sleeper_running(run), "the command start")
+    os.kill(pi, signal.SIGKILL)
+    returncode, outcome = run.finish()
+    assert returncode == 1
+    assert outcome["error_type"] == "WIZARD_ENGINE_FAILURE"
+
+
+@pytest.mark.parametrize("during", ["streaming", "bash"])
+def test_a_stopped_pi_is_an_engine_failure_not_a_hang(
+    tmp_path: Path, gateway_process: Any, during: str
+) -> None:
+    url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
+    run = Run(tmp_path, url)
+    pi = run.pi()
+    if during == "bash":
+        run.wait_until(lambda: _sleeper_running(run), "the command start")
+    os.kill(pi, signal.SIGSTOP)
+    returncode, outcome = run.finish()
+    assert returncode == 1
+    assert outcome["error_type"] == "WIZARD_ENGINE_FAILURE"
+    # Stopped during a command, only the stop tells; while streaming, silence tells as soon.
+    assert "stopped" in outcome["reason"] or (during == "streaming" and "hung" in outcome["reason"])
