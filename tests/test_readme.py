@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 
 import typer
 
 from wizard.cli import app, engines_app
-from wizard.outcome import _EXIT_CODES
+from wizard.outcome import _EXIT_CODES, Outcome, exit_code
 
 README = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -34,4 +35,8 @@ def test_every_command_is_documented() -> None:
 
 def test_every_exit_code_is_documented() -> None:
     table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", README, flags=re.MULTILINE))
-    assert {int(code) for code in table} == set(_EXIT_CODES.values())
+    by_signal = {
+        exit_code(Outcome("cancelled", "p", signal=number))
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
+    assert {int(code) for code in table} == set(_EXIT_CODES.values()) | by_signal
