@@ -75,8 +75,7 @@ def _cause(stderr: str) -> str:
 class Gateway:
     """The scripted gateway in a process of its own."""
 
-    def __init__(self, chars: int, folder: Path) -> None:
-        scenario = {"responses": [{"blocks": [{"text": _reply(chars)}], "chunk_chars": 4}]}
+    def __init__(self, scenario: dict[str, Any], folder: Path) -> None:
         self.file = folder / "scenario.json"
         self.file.write_text(json.dumps(scenario))
         self.process: subprocess.Popen[str] | None = None
@@ -217,7 +216,8 @@ async def main(lengths: list[int]) -> list[Measure]:
     results = []
     for chars in lengths:
         for boundary in ("host", "rpc"):
-            with tempfile.TemporaryDirectory() as tmp, Gateway(chars, Path(tmp)) as url:
+            scenario = {"responses": [{"blocks": [{"text": _reply(chars)}], "chunk_chars": 4}]}
+            with tempfile.TemporaryDirectory() as tmp, Gateway(scenario, Path(tmp)) as url:
                 folder = Path(tmp)
                 if boundary == "host":
                     measure = await run_host(url, chars, folder)

@@ -23,7 +23,7 @@ from wizard.analytics import analytics_from_env
 from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
-from wizard.outcome import Outcome, Outro
+from wizard.outcome import AgentErrorType, Outcome, Outro
 from wizard.processes import become_subreaper, stop_descendants
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
@@ -167,6 +167,9 @@ def launch(
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
     outcome = with_journal(replace(outcome, run_id=run_id), options.project)
+    if outcome.error_type is AgentErrorType.ENGINE_FAILURE and outcome.outro is not None:
+        body = f"{outcome.outro.body}\n\nLog file: {log.path}"
+        outcome = replace(outcome, outro=replace(outcome.outro, body=body))
     if ci is not None:
         ci.outcome(outcome)
     console.print(render_outro(outcome))

@@ -53,7 +53,11 @@ class Run:
         self.sleeper.write_text(SLEEPER)
         self.outcome_file = tmp_path / "outcome.json"
         self.logs = tmp_path / "logs"
-        env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_ENGINE_TIMEOUT="3")
+        self.temp = tmp_path / "t"  # the run's own temp folders: agent dir, bridge socket
+        self.temp.mkdir()
+        env = wizard_env(
+            tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_ENGINE_TIMEOUT="3", TMPDIR=str(self.temp)
+        )
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "wizard", "run", "transactional-email", "--project",
@@ -88,6 +92,7 @@ class Run:
         assert time.monotonic() - self.started < ENDS_WITHIN_S + 60
         assert pi_processes_in(self.project) == []
         assert _commands_in(self.project) == [], "the command survived"
+        assert list(self.temp.iterdir()) == [], "the run's temp folders were left behind"
         return self.process.returncode, json.loads(self.outcome_file.read_text())
 
 
@@ -141,5 +146,6 @@ def test_a_stopped_pi_is_an_engine_failure_not_a_hang(
     returncode, outcome = run.finish()
     assert returncode == 1
     assert outcome["error_type"] == "WIZARD_ENGINE_FAILURE"
+    assert "Log file: " in outcome["outro"]["body"]
     # Stopped during a command, only the stop tells; while streaming, silence tells as soon.
     assert "stopped" in outcome["reason"] or (during == "streaming" and "hung" in outcome["reason"])

@@ -14,6 +14,7 @@ import json
 import logging
 import socket
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,6 +56,11 @@ class RequestRecord:
     completed: bool = False
     unexpected: bool = False
     body: dict[str, Any] | None = None
+    # With a `watch` text: when (monotonic) the frame holding it was sent, when the stream
+    # ended, and how many content characters were sent after it.
+    watch_at: float | None = None
+    ended_at: float | None = None
+    chars_after_watch: int = 0
 
     def to_json(self) -> str:
         """This record as one JSON line (without the request body)."""
@@ -94,8 +100,10 @@ class ScriptedGateway:
         refusal_marker: str = DEFAULT_GATEWAY_MARKER,
         on_record: Callable[[RequestRecord], None] | None = None,
         required_key: str | None = None,
+        watch: str | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        self.watch = watch.encode() if watch else None
         self.refusal_marker = refusal_marker
         self.required_key = required_key
         self.requests: list[RequestRecord] = []
@@ -344,6 +352,7 @@ class ScriptedGateway:
                     return False
                 await self._chunk(writer, record, frame.data)
                 sent_chars += frame.content_chars
+                self._watch(record, frame)
                 if response.delay_ms:
                     await asyncio.sleep(response.delay_ms / 1000)
                 if reader.at_eof() or writer.transport.is_closing():
@@ -355,6 +364,16 @@ class ScriptedGateway:
         except (ConnectionError, RuntimeError):
             record.client_disconnected = True
             return False
+        finally:
+            record.ended_at = time.monotonic()
+
+    def _watch(self, record: RequestRecord, frame: wire.Frame) -> None:
+        if self.watch is None:
+            return
+        if record.watch_at is not None:
+            record.chars_after_watch += frame.content_chars
+        elif self.watch in frame.data:
+            record.watch_at = time.monotonic()
 
     @staticmethod
     async def _chunk(writer: asyncio.StreamWriter, record: RequestRecord, data: bytes) -> None:
