@@ -96,8 +96,14 @@ class Run:
         return self.process.returncode, json.loads(self.outcome_file.read_text())
 
 
-def _sleeper_running(run: Run) -> bool:
-    return bool(_commands_in(run.project))
+def _started(tmp_path: Path, gateway_process: Any, during: str) -> tuple[Run, int]:
+    """A run under way, streaming or running the agent's command; and pi's pid."""
+    url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
+    run = Run(tmp_path, url)
+    pi = run.pi()
+    if during == "bash":
+        run.wait_until(lambda: bool(_commands_in(run.project)), "the command start")
+    return run, pi
 
 
 @pytest.mark.parametrize(
@@ -107,11 +113,7 @@ def _sleeper_running(run: Run) -> bool:
 def test_a_signal_to_wizard_ends_the_run_cleanly(
     tmp_path: Path, gateway_process: Any, number: int, code: int, during: str
 ) -> None:
-    url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
-    run = Run(tmp_path, url)
-    run.pi()
-    if during == "bash":
-        run.wait_until(lambda: _sleeper_running(run), "the command start")
+    run, _ = _started(tmp_path, gateway_process, during)
     run.process.send_signal(number)
     returncode, outcome = run.finish()
     assert returncode == code
@@ -122,11 +124,7 @@ def test_a_signal_to_wizard_ends_the_run_cleanly(
 def test_killing_pi_is_an_engine_failure_and_leaves_no_process(
     tmp_path: Path, gateway_process: Any, during: str
 ) -> None:
-    url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
-    run = Run(tmp_path, url)
-    pi = run.pi()
-    if during == "bash":
-        run.wait_until(lambda: _sleeper_running(run), "the command start")
+    run, pi = _started(tmp_path, gateway_process, during)
     os.kill(pi, signal.SIGKILL)
     returncode, outcome = run.finish()
     assert returncode == 1
@@ -137,11 +135,7 @@ def test_killing_pi_is_an_engine_failure_and_leaves_no_process(
 def test_a_stopped_pi_is_an_engine_failure_not_a_hang(
     tmp_path: Path, gateway_process: Any, during: str
 ) -> None:
-    url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
-    run = Run(tmp_path, url)
-    pi = run.pi()
-    if during == "bash":
-        run.wait_until(lambda: _sleeper_running(run), "the command start")
+    run, pi = _started(tmp_path, gateway_process, during)
     os.kill(pi, signal.SIGSTOP)
     returncode, outcome = run.finish()
     assert returncode == 1
