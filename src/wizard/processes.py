@@ -52,6 +52,15 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def is_stopped(pid: int | None) -> bool:
+    """Whether process `pid` is stopped (SIGSTOP, or a debugger), read from /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, TypeError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
 def stop_descendants() -> list[int]:
     """Kill every process below this one and reap it; the pids that were stopped."""
     stopped = descendants(os.getpid())

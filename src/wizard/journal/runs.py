@@ -74,7 +74,6 @@ class Undone:
     """What an undo did."""
 
     record: RunRecord
-    target: RunRecord
     restored: list[str]
 
 
@@ -95,15 +94,21 @@ class Journal:
     # --- recording ------------------------------------------------------------------------
 
     def begin(
-        self, run_id: str, program: str, harness: str | None = None, sequence: str | None = None
+        self,
+        run_id: str,
+        program: str,
+        harness: str | None = None,
+        sequence: str | None = None,
+        *,
+        undoes: str | None = None,
     ) -> RunRecord:
-        """Snapshot the project before a run."""
+        """Snapshot the project before a run (or before undoing the run `undoes`)."""
         snapshot = self.store.snapshot()
         self.store.keep(f"{run_id}/before", snapshot.tree)
         record = RunRecord(
-            run_id=run_id, program=program, harness=harness, sequence=sequence,
-            started_at=_now(), before=snapshot.tree, before_modes=snapshot.modes,
-            heavy_before=snapshot.heavy,
+            run_id=run_id, kind="undo" if undoes else "run", undoes=undoes, program=program,
+            harness=harness, sequence=sequence, started_at=_now(), before=snapshot.tree,
+            before_modes=snapshot.modes, heavy_before=snapshot.heavy,
         )  # fmt: skip
         (self.state / "project").write_text(str(self.project))
         self._save(record)
@@ -186,8 +191,9 @@ class Journal:
     def undo(self, target: RunRecord, run_id: str, *, force: bool = False) -> Undone:
         """Put every file `target` changed back as it was before it; journaled as a run."""
         assert target.after is not None
-        record = self.begin(run_id, target.program, target.harness, target.sequence)
-        record = record.model_copy(update={"kind": "undo", "undoes": target.run_id})
+        record = self.begin(
+            run_id, target.program, target.harness, target.sequence, undoes=target.run_id
+        )
         now = Snapshot(record.before, record.before_modes)
         later = self._changed_since(target, now)
         if later and not force:
@@ -196,10 +202,9 @@ class Journal:
         changes = self.store.changes(target.before, target.after)
         restored = self.store.restore(changes, Snapshot(target.before, target.before_modes))
         restored += self._restore_modes(target, {c.path for c in changes})
-        self._save(record)
         finished = self.finish(record, "succeeded")
         self._save(target.model_copy(update={"undone_by": run_id}))
-        return Undone(finished, target, restored)
+        return Undone(finished, restored)
 
     def _changed_since(self, target: RunRecord, now: Snapshot) -> list[str]:
         assert target.after is not None

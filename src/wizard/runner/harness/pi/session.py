@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import EngineError
-from wizard.processes import descendants
+from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
@@ -193,7 +193,7 @@ class PiSession:
         """Abort any run, stop pi, and leave no process behind."""
         process = self._process
         if process is not None and process.returncode is None:
-            stopped = self._stopped()  # a stopped pi answers nothing and ignores SIGTERM
+            stopped = is_stopped(self.pid)  # a stopped pi answers nothing and ignores SIGTERM
             if not stopped and self._run_done is not None and not self._run_done.done():
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.abort(), 5)
@@ -266,7 +266,7 @@ class PiSession:
             with contextlib.suppress(TimeoutError):
                 return await asyncio.wait_for(asyncio.shield(run_done), min(timeout, 1.0))
             now = time.monotonic()
-            stopped_since = (stopped_since or now) if self._stopped() else None
+            stopped_since = (stopped_since or now) if is_stopped(self.pid) else None
             if stopped_since is not None and now - stopped_since >= timeout:
                 raise EngineError(f"pi has been stopped (not running) for {timeout:g} s.")
             if not self._tools_running and now - self._last_event >= timeout:
@@ -274,14 +274,6 @@ class PiSession:
                     f"pi produced no event for {timeout:g} s while a turn was open and no "
                     "tool was running: it hung."
                 )
-
-    def _stopped(self) -> bool:
-        """Whether pi's process is stopped (SIGSTOP, or a debugger), read from /proc."""
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-        except (OSError, TypeError):
-            return False
-        return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
 
     async def abort(self) -> None:
         """Abort the current run; returns once pi has ended it."""
