@@ -42,7 +42,18 @@ HarnessOpt = Annotated[
     str | None, typer.Option("--harness", help="Agent harness: pi.  [env var: WIZARD_HARNESS]")
 ]
 SequenceOpt = Annotated[
-    str | None, typer.Option("--sequence", help="Sequence: linear.  [env var: WIZARD_SEQUENCE]")
+    str | None,
+    typer.Option(
+        "--sequence", help="Sequence: linear or orchestrator.  [env var: WIZARD_SEQUENCE]"
+    ),
+]
+MaxParallel = Annotated[
+    int | None,
+    typer.Option(
+        "--max-parallel",
+        min=1,
+        help="Orchestrator: task runs at once (default 3).  [env var: WIZARD_MAX_PARALLEL_TASKS]",
+    ),
 ]
 ModelOpt = Annotated[
     str | None,
@@ -145,6 +156,7 @@ def _options(
     ci: bool,
     gateway: tuple[str | None, str | None, str | None, bool],
     verbose: bool,
+    max_parallel: int | None,
 ) -> LaunchOptions:
     from wizard.launch import LaunchOptions
     from wizard.programs.types import ProgramBinding
@@ -157,6 +169,7 @@ def _options(
         skills_dir=skills_dir,
         ci=ci,
         verbose=verbose,
+        max_parallel=max_parallel,
     )
 
 
@@ -175,6 +188,7 @@ def run(
     gateway_api: GatewayApi = None,
     allow_insecure_gateway: AllowInsecure = False,
     verbose: Verbose = False,
+    max_parallel: MaxParallel = None,
 ) -> None:
     """Run a program on a project."""
     from wizard.programs import get_program
@@ -184,7 +198,9 @@ def run(
     except WizardError as exc:
         raise _usage_error(exc, program, ci, outcome_json) from exc
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
-    options = _options(project, harness, sequence, model, skills_dir, ci, gateway, verbose)
+    options = _options(
+        project, harness, sequence, model, skills_dir, ci, gateway, verbose, max_parallel
+    )
     _launch(config, options, outcome_json)
 
 
@@ -203,12 +219,15 @@ def skill(
     gateway_api: GatewayApi = None,
     allow_insecure_gateway: AllowInsecure = False,
     verbose: Verbose = False,
+    max_parallel: MaxParallel = None,
 ) -> None:
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
 
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
-    options = _options(project, harness, sequence, model, skills_dir, ci, gateway, verbose)
+    options = _options(
+        project, harness, sequence, model, skills_dir, ci, gateway, verbose, max_parallel
+    )
     _launch(skill_program(name), options, outcome_json)
 
 
@@ -242,7 +261,15 @@ def demo(
         raise _usage_error(exc, "demo", ci, outcome_json) from exc
     print_demo_intro(setup, ci)
     options = _options(
-        setup.project, "pi", "linear", DEMO_MODEL, None, ci, (None, None, None, False), verbose
+        setup.project,
+        "pi",
+        "linear",
+        DEMO_MODEL,
+        None,
+        ci,
+        (None, None, None, False),
+        verbose,
+        None,
     )
     _launch(
         get_program(DEMO_PROGRAM),

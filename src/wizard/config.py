@@ -132,3 +132,11 @@ def number_setting(
     if number is None or number < 0:
         raise UsageError(f"{name}={value!r} is not a number ≥ 0.", f"Set {name} to a number.")
     return number
+
+
+def state_root() -> Path:
+    """wizard's state folder (`$WIZARD_STATE_DIR`, else `$XDG_STATE_HOME/wizard`)."""
+    if custom := os.environ.get("WIZARD_STATE_DIR"):
+        return Path(custom)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "wizard"

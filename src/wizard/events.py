@@ -58,6 +58,21 @@ class TasksChanged:
 
 
 @dataclass(frozen=True)
+class QueueTaskChanged:
+    """A task of the orchestrator's queue was added or changed status (times are epoch s)."""
+
+    id: str
+    type: str
+    label: str
+    status: str
+    attempts: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    kind: Literal["queue_task"] = "queue_task"
+
+
+@dataclass(frozen=True)
 class LogLine:
     """A line for the run's log (and the verbose UI)."""
 
@@ -89,6 +104,7 @@ Event = (
     | SpinnerMessage
     | SpinnerStopped
     | TasksChanged
+    | QueueTaskChanged
     | LogLine
     | ToolCalled
     | AnalyticsEvent

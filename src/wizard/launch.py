@@ -54,6 +54,7 @@ class LaunchOptions:
     skills_dir: Path | None = None
     ci: bool = False
     verbose: bool = False
+    max_parallel: int | None = None
 
 
 def new_run_id() -> str:
@@ -240,4 +241,5 @@ def _request(
         gateway=options.gateway,
         ask=ask,
         run_id=run_id,
+        max_parallel=options.max_parallel,
     )

@@ -7,6 +7,7 @@ outro the user saw; `exit_code` is the one mapping from an `Outcome` to a proces
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -79,6 +80,8 @@ class Outcome:
     unjournaled_changes: tuple[str, ...] = ()
     # The signal that interrupted a cancelled run (SIGINT for Ctrl-C).
     signal: int | None = None
+    # An orchestrator run's queue as it ended: id, type, label, status, attempts, error type.
+    tasks: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""

@@ -58,9 +58,7 @@ def test_unknown_names_are_usage_errors(
     assert expected in (raised.value.hint or "")
 
 
-@pytest.mark.parametrize(
-    "flags", [ProgramBinding(harness="anthropic"), ProgramBinding(sequence="orchestrator")]
-)
+@pytest.mark.parametrize("flags", [ProgramBinding(harness="anthropic")])
 def test_names_not_built_yet_say_so(flags: ProgramBinding) -> None:
     with pytest.raises(UsageError, match="not available"):
         resolve_binding(PROGRAM, flags, {})

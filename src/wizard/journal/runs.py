@@ -18,18 +18,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from wizard.atomic import write_atomically
+from wizard.config import state_root
 from wizard.errors import UsageError
 from wizard.journal.store import Change, GitStore, Snapshot
 
 DEFAULT_KEEP = 20
-
-
-def state_root() -> Path:
-    """wizard's state folder."""
-    if custom := os.environ.get("WIZARD_STATE_DIR"):
-        return Path(custom)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "wizard"
 
 
 class RunRecord(BaseModel):

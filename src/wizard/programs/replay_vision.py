@@ -1,6 +1,6 @@
 """Replay vision: scanners that watch session replays."""
 
-from wizard.programs.types import AbortCase, ProgramConfig
+from wizard.programs.types import AbortCase, ProgramBinding, ProgramConfig
 
 REPLAY_VISION = ProgramConfig(
     id="replay-vision",
@@ -10,6 +10,7 @@ REPLAY_VISION = ProgramConfig(
     spinner_message="Setting up Replay vision...",
     success_message="Replay vision set up",
     docs_url="https://posthog.com/docs/session-replay",
+    binding=ProgramBinding(sequence="orchestrator"),
     abort_cases=(
         AbortCase(
             match=r"^replay vision not available for this project$",

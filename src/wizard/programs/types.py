@@ -37,6 +37,69 @@ PostRunHook = Callable[[Path], None]
 
 
 @dataclass(frozen=True)
+class TaskType:
+    """A kind of step the orchestrator's planner may enqueue, and how its agent works.
+
+    `description` tells the planner what a task of this type is for; `instructions` are the
+    program's words to the agent that runs one. `model` and the tool lists, when given,
+    replace the run's for these tasks.
+    """
+
+    id: str
+    description: str
+    instructions: str
+    model: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Orchestration:
+    """How a program runs as a planned task graph: the planner's brief and its task types."""
+
+    seed_instructions: str
+    task_types: tuple[TaskType, ...]
+
+    def task_type(self, type_id: str) -> TaskType:
+        """The task type `type_id`; `KeyError` if the program has none by that name."""
+        for task_type in self.task_types:
+            if task_type.id == type_id:
+                return task_type
+        raise KeyError(type_id)
+
+
+# Any program, run as a task graph without a plan of its own: check, change, report.
+GENERIC_ORCHESTRATION = Orchestration(
+    seed_instructions=(
+        "Read the skill, then plan its work as tasks: first one `check` task for the skill's "
+        "stop conditions, then one `change` task per step the skill lists (steps that touch "
+        "different files need not depend on each other), and a `report` task last if the "
+        "skill asks for a report. Every change task depends on the check task."
+    ),
+    task_types=(
+        TaskType(
+            "check",
+            "Check the skill's stop conditions against the project; change nothing.",
+            "Check every stop condition of the skill against the project, in order. If one "
+            "holds, write its stop line exactly as the skill gives it. Otherwise report done "
+            "with what you found (files, frameworks, entry points) in the handoff.",
+        ),
+        TaskType(
+            "change",
+            "Carry out one step of the skill in the project.",
+            "Carry out the one step of the skill named in your label, and nothing else. Use "
+            "the handoffs for what earlier tasks found and changed.",
+        ),
+        TaskType(
+            "report",
+            "Write the report the skill asks for, from the handoffs.",
+            "Write the report the skill asks for, from the handoffs of the tasks before you.",
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
 class ProgramConfig:
     """One program: what a run is for, and what the user sees when it ends."""
 
@@ -55,6 +118,7 @@ class ProgramConfig:
     post_run: PostRunHook | None = None
     report_file: str | None = None
     prompt_intro: str = ""
+    orchestration: Orchestration = GENERIC_ORCHESTRATION
 
     @property
     def failure_message(self) -> str:

@@ -25,7 +25,9 @@ from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import Harness
 from wizard.runner.journaling import RunJournal
-from wizard.runner.sequence.linear import RunContext, run_linear
+from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
+from wizard.runner.sequence.linear import run_linear
+from wizard.runner.sequence.orchestrator.runner import run_orchestrator
 from wizard.runner.switchboard import Binding, resolve_binding
 from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.tools.project import AskFunction
@@ -46,6 +48,8 @@ class RunRequest:
     gateway: GatewayFlags = field(default_factory=GatewayFlags)
     ask: AskFunction | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # `--max-parallel`; unset, `WIZARD_MAX_PARALLEL_TASKS`, else 3.
+    max_parallel: int | None = None
 
 
 def make_harness(name: str) -> Harness:
@@ -120,13 +124,15 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
         sink=request.sink,
         ask=request.ask,
         engine_timeout=number_setting(request.environ, "WIZARD_ENGINE_TIMEOUT", 150.0, float),
+        run_id=request.run_id,
+        max_parallel=_max_parallel(request),
     )
     try:
         await harness.prepare(lambda line: request.sink(LogLine(line)))
     except EngineError as exc:
         outro = Outro("error", f"The {binding.harness} engine is not available", str(exc))
         return context.outcome("failed", outro, reason=exc.message)
-    journal = RunJournal.open(context, request.run_id)
+    journal = RunJournal.open(context)
     try:
         outcome = await _run_sequence(context, harness)
     except asyncio.CancelledError:
@@ -136,11 +142,28 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     return outcome
 
 
+def _max_parallel(request: RunRequest) -> int:
+    """The orchestrator's limit on task runs at once: at least 1."""
+    if request.max_parallel is not None:
+        value = request.max_parallel
+    else:
+        value = number_setting(
+            request.environ, "WIZARD_MAX_PARALLEL_TASKS", DEFAULT_MAX_PARALLEL, int
+        )
+    if value < 1:
+        raise UsageError(
+            f"The orchestrator needs at least one task at a time (got {value}).",
+            "Pass --max-parallel N (or set WIZARD_MAX_PARALLEL_TASKS) with N ≥ 1.",
+        )
+    return value
+
+
 async def _run_sequence(context: RunContext, harness: Harness) -> Outcome:
     """The sequence's outcome; an unexpected exception becomes a failed one."""
     program = context.program
+    sequence = run_orchestrator if context.binding.sequence == "orchestrator" else run_linear
     try:
-        return await run_linear(context, harness)
+        return await sequence(context, harness)
     except Exception as exc:
         log.exception("run failed unexpectedly")
         outro = Outro(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from wizard.errors import WizardError
 from wizard.events import LogLine
 from wizard.journal import Journal, RunRecord, git_available
-from wizard.runner.sequence.linear import RunContext
+from wizard.runner.sequence.context import RunContext
 
 _OFF = "this run is not journaled, so `wizard undo` cannot take it back"
 
@@ -25,7 +25,7 @@ class RunJournal:
     record: RunRecord | None = None
 
     @classmethod
-    def open(cls, context: RunContext, run_id: str) -> RunJournal:
+    def open(cls, context: RunContext) -> RunJournal:
         """Snapshot the project before the run."""
         if not git_available():
             context.sink(
@@ -35,7 +35,9 @@ class RunJournal:
         try:
             journal = Journal(context.project_dir)
             binding = context.binding
-            record = journal.begin(run_id, context.program.id, binding.harness, binding.sequence)
+            record = journal.begin(
+                context.run_id, context.program.id, binding.harness, binding.sequence
+            )
         except (WizardError, OSError) as exc:
             context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             return cls(context)

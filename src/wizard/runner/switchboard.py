@@ -19,7 +19,6 @@ SEQUENCES = ("linear", "orchestrator")
 HARNESSES = ("pi", "anthropic")
 # Names that are part of the design but not built in this version.
 NOT_BUILT = {
-    "orchestrator": "the orchestrator sequence is not built yet; use --sequence linear",
     "anthropic": "the anthropic harness is not built yet; use --harness pi",
 }
 

@@ -4,7 +4,8 @@ Each `prompt()` plays the next scripted turn as wizard's pi host emits it (the p
 `wizard.runner.harness.pi.session`): per assistant message, streamed `text_start` /
 `text_delta` / `text_end` per text block (`index`), then `message_end`, and for each tool call
 the fence check and the host tool through the real `HostBridge` between `tool_start` and
-`tool_end`; then `agent_end`. `abort()` stops the turn at
+`tool_end`; then `agent_end`. A batch whose every tool result says `terminate` ends the
+turn, as in pi. `abort()` stops the turn at
 the next event, as pi does. A prompt past the end of the script fails the test, and
 `assert_complete()` fails when scripted turns were left unplayed.
 
@@ -122,9 +123,13 @@ class FakePiSession:
                 raise EngineError(str(spec["raise"]))
             if self._aborted.is_set():
                 break
-            await self._run_tools(calls)
+            terminated = await self._run_tools(calls)
             if self._aborted.is_set():
                 result = PromptResult("aborted", "Request was aborted.")
+                break
+            if terminated:  # pi asks the model nothing more this turn
+                left = len(messages) - messages.index(spec) - 1
+                assert left == 0, f"{left} scripted message(s) after a terminating tool batch"
                 break
         await self._emit({"type": "agent_end", **_ending(result)})
         return result
@@ -169,9 +174,11 @@ class FakePiSession:
         await self._emit({"type": "text_end", "index": index})
         return not self._aborted.is_set()
 
-    async def _run_tools(self, calls: list[dict[str, Any]]) -> None:
+    async def _run_tools(self, calls: list[dict[str, Any]]) -> bool:
+        """Run one batch of tool calls; whether every result ended the turn (`terminate`)."""
         assert self.launch is not None, "the harness never handed the fake its launch"
         bridge = self.launch.bridge
+        terminate = bool(calls)
         for number, call in enumerate(calls):
             name, args, call_id = call["name"], call.get("arguments", {}), f"call-{number}"
             await self._emit({"type": "tool_start", "id": call_id, "name": name, "args": args})
@@ -182,8 +189,10 @@ class FakePiSession:
                 answer = await bridge.handle({"op": "tool", "name": name, "input": args})
             else:
                 answer = {"text": self._builtin_results.get(name, "ok"), "isError": False}
+            terminate = terminate and not answer["isError"] and bool(answer.get("terminate"))
             end = {"type": "tool_end", "id": call_id, "name": name}
             await self._emit({**end, "isError": answer["isError"], "result": answer["text"]})
+        return terminate
 
 
 def _ending(result: PromptResult) -> dict[str, Any]:

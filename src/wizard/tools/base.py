@@ -17,6 +17,9 @@ class ToolResult:
 
     text: str
     is_error: bool = False
+    # The last call of the agent's turn: the engine ends the turn once this batch of calls
+    # has run, without asking the model again (`complete_task`).
+    terminate: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ from wizard.programs import get_program, skill_program
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import GatewaySettings
-from wizard.runner.sequence.linear import RunContext, route_result, run_linear
+from wizard.runner.sequence.context import RunContext
+from wizard.runner.sequence.endings import route_result
+from wizard.runner.sequence.linear import run_linear
 from wizard.runner.switchboard import Binding
 from wizard.signals import REMARK_INSTRUCTION
 from wizard.skills.sources import BundledSkills, DirectorySkills

@@ -4,12 +4,14 @@ A harness feeds the latch every assistant text block of a work turn, while it st
 (`BlockScanner.feed`) and when it is complete (`BlockScanner.finish`). While streaming, only
 complete lines are scanned, so a reason is never cut short; a marker's line ends the run as
 soon as its newline arrives. The latch is disarmed outside work turns (the remark reply), so
-nothing there can end a run. Later markers never change what was latched.
+nothing there can end a run, and so is it once `until()` holds (a task run's agent has
+reported: what it says afterwards is not work). Later markers never change what was latched.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from wizard.signals import (
     DEFAULT_GATEWAY_MARKER,
@@ -23,16 +25,26 @@ class StopLatch:
     """Holds the first stop marker of a run; `fired` is set when one is latched."""
 
     def __init__(
-        self, gateway_marker: str = DEFAULT_GATEWAY_MARKER, fired: asyncio.Event | None = None
+        self,
+        gateway_marker: str = DEFAULT_GATEWAY_MARKER,
+        fired: asyncio.Event | None = None,
+        *,
+        until: Callable[[], bool] = lambda: False,
     ) -> None:
         self.gateway_marker = gateway_marker
         self.marker: StopMarker | None = None
-        self.armed = True
         self.fired = fired or asyncio.Event()
+        self._armed = True
+        self._until = until
+
+    @property
+    def armed(self) -> bool:
+        """Whether a marker would count now: not after `disarm()`, nor once `until()` holds."""
+        return self._armed and not self._until()
 
     def disarm(self) -> None:
         """Stop listening: what follows is not a work turn."""
-        self.armed = False
+        self._armed = False
 
     def offer(self, text: str, *, skill_markers: bool = True) -> StopMarker | None:
         """Scan `text`; latch its first marker if armed and nothing is latched yet."""

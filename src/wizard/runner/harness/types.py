@@ -7,7 +7,7 @@ A harness adapts one agent engine. It takes `RunInputs`, runs the conversation t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -102,6 +102,27 @@ class RunInputs:
     engine_timeout: float = 150.0
     # The program's host tools, built over the run's fence (which resolves their paths).
     tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: ()
+    # Whether the agent keeps a task list (TaskCreate…) that must be finished to succeed.
+    task_list: bool = True
+    # Added to the run's `agent completed` / `agent aborted` analytics events.
+    analytics: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskRunInputs(RunInputs):
+    """What the orchestrator hands a harness for one seed or task run.
+
+    `settled` says whether the run has done what it is for (the seed has planned, the task
+    has reported); the harness nudges while it has not. `reported` says whether the task has
+    reported: from then on nothing the agent writes is scanned for a stop marker (a seed
+    never reports, so every marker of its work turns counts).
+    """
+
+    settled: Callable[[], bool] = lambda: False
+    reported: Callable[[], bool] = lambda: False
+    nudge: str = ""
+    max_nudges: int = 3
+    task_list: bool = False
 
 
 class Harness(Protocol):
@@ -114,4 +135,11 @@ class Harness(Protocol):
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
+        ...
+
+    async def run_task(self, inputs: TaskRunInputs) -> AgentResult:
+        """Run one orchestrator seed or task conversation and say how it ended.
+
+        There is no completion guard: whether the task reported is the queue's to say.
+        """
         ...

@@ -2,7 +2,7 @@
 
 Each connection carries one JSON line from `host.mjs` and gets one JSON line back:
 
-- `{"op": "tool", "name", "id", "input"}` runs a host tool → `{"text", "isError"}`;
+- `{"op": "tool", "name", "id", "input"}` runs a host tool → `{"text", "isError", "terminate"}`;
 - `{"op": "permit", "name", "id", "input"}` asks the fence → `{"allow", "reason"}`.
 
 The host drops the connection when pi aborts the call; the server tolerates that.
@@ -114,4 +114,4 @@ class HostBridge:
         except Exception as exc:  # a tool bug goes back to the model, not up the stack
             log.exception("host tool %s failed", name)
             result = ToolResult(f"Error: {name} failed: {exc}", is_error=True)
-        return {"text": result.text, "isError": result.is_error}
+        return {"text": result.text, "isError": result.is_error, "terminate": result.terminate}

@@ -152,7 +152,7 @@ function hostTool(spec) {
     async execute(toolCallId, params, signal) {
       const answer = await askHost({ op: "tool", name: spec.name, id: toolCallId, input: params }, signal);
       if (answer.isError) throw new Error(answer.text);
-      return { content: [{ type: "text", text: answer.text }], details: {} };
+      return { content: [{ type: "text", text: answer.text }], details: {}, terminate: answer.terminate === true };
     },
   };
 }

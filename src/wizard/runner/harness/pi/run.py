@@ -1,9 +1,12 @@
-"""`PiHarness`: a linear run on the real pi engine that ends truthfully on the first marker.
+"""`PiHarness`: runs on the real pi engine that end truthfully on the first marker.
 
-The run, as it reads below: start pi, send the prompt, nudge while tasks are open and nothing
-is latched, ask for a remark, classify. The first stop marker of a work turn (a skill's
-`[ABORT] <reason>` or the gateway's refusal) aborts the turn in flight and ends the run as
-`WIZARD_ABORT` with its reason and source: no nudge, no remark, no success.
+A run, as it reads below: start pi, send the prompt, nudge while the work is open and nothing
+is latched, then end. A linear run's work is open while its task list is; it then asks for a
+remark and classifies the ending. An orchestrator seed or task run (`run_task`) is open
+until it has planned or reported, gets at most `max_nudges`, and has no remark and no
+completion guard: the queue says whether the task reported. The first stop marker of a work
+turn (a skill's `[ABORT] <reason>` or the gateway's refusal) aborts the turn in flight and
+ends the run as `WIZARD_ABORT` with its reason and source: no nudge, no remark, no success.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from wizard.runner.harness.pi.prompts import (
     runtime_notes,
 )
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
-from wizard.runner.harness.types import AgentSession, PromptResult, RunInputs
+from wizard.runner.harness.types import AgentSession, PromptResult, RunInputs, TaskRunInputs
 from wizard.signals import REMARK_INSTRUCTION, Marker
 from wizard.tools.base import Decision, HostTool
 from wizard.tools.fence import Fence
@@ -62,20 +65,35 @@ class _Run:
         self.fence = Fence(inputs.project_dir, disallowed_tools=inputs.disallowed_tools)
         # Set by the first stop marker or a critical fence violation: the turn ends now.
         self.halt = asyncio.Event()
-        self.latch = StopLatch(inputs.gateway.refusal_marker, fired=self.halt)
+        self.task = inputs if isinstance(inputs, TaskRunInputs) else None
+        until = self.task.reported if self.task is not None else lambda: False
+        self.latch = StopLatch(inputs.gateway.refusal_marker, fired=self.halt, until=until)
         self.listener = RunListener(self.latch, inputs.sink)
 
     def tools(self) -> list[HostTool]:
-        """The run's host tools: the task tools, and the program's allowed, not disallowed."""
+        """The run's host tools: the task list's, and the program's allowed, not disallowed."""
         allowed = set(self.inputs.allowed_tools)
         program_tools = [
             t for t in self.inputs.tools(self.fence) if not allowed or t.name in allowed
         ]
-        tools = [*task_tools(self.store), *program_tools]
+        task_list = task_tools(self.store) if self.inputs.task_list else []
+        tools = [*task_list, *program_tools]
         return [tool for tool in tools if tool.name not in self.fence.disallowed_tools]
 
+    def work_open(self) -> bool:
+        """Whether the run's work is unfinished: its task list open, its task not settled."""
+        if self.task is not None:
+            return not self.task.settled()
+        return self.store.has_open_tasks()
+
+    def nudge(self) -> tuple[str, int]:
+        """The continue prompt and how many times it may be sent."""
+        if self.task is not None:
+            return self.task.nudge, self.task.max_nudges
+        return CONTINUE_INSTRUCTION, MAX_CONTINUE_NUDGES
+
     def emit(self, name: str, **properties: Any) -> None:
-        self.inputs.sink(AnalyticsEvent(name, properties))
+        self.inputs.sink(AnalyticsEvent(name, {**properties, **self.inputs.analytics}))
 
     def timing(self) -> dict[str, Any]:
         elapsed = time.monotonic() - self.started
@@ -86,7 +104,8 @@ class _Run:
         }
 
     def stop(self, message: str) -> None:
-        self.inputs.sink(SpinnerStopped(message))
+        if self.inputs.spinner_message:
+            self.inputs.sink(SpinnerStopped(message))
 
     def on_decision(self, tool: str, decision: Decision) -> None:
         if not decision.allow:
@@ -109,8 +128,16 @@ class PiHarness:
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
-        run = _Run(inputs)
-        inputs.sink(SpinnerStarted(inputs.spinner_message))
+        return await self._drive(_Run(inputs))
+
+    async def run_task(self, inputs: TaskRunInputs) -> AgentResult:
+        """Run one orchestrator seed or task conversation and say how it ended."""
+        return await self._drive(_Run(inputs))
+
+    async def _drive(self, run: _Run) -> AgentResult:
+        inputs = run.inputs
+        if inputs.spinner_message:
+            inputs.sink(SpinnerStarted(inputs.spinner_message))
         try:
             async with HostBridge(run.tools(), run.fence, run.on_decision) as bridge:
                 session = self._session_factory(self._launch(inputs, bridge))
@@ -135,18 +162,19 @@ class PiHarness:
             model=inputs.model,
             bridge=bridge,
             tool_names=(*BUILTIN_TOOLS, *bridge.tools),
-            system_prompt=runtime_notes(),
+            system_prompt=runtime_notes(task_list=inputs.task_list),
             notify=lambda message: inputs.sink(SpinnerMessage(message)),
             engine_timeout=inputs.engine_timeout,
         )
 
     async def _converse(self, session: AgentSession, run: _Run) -> AgentResult:
         end = await self._work_turn(session, run, run.inputs.prompt)
+        nudge, most = run.nudge()
         nudges = 0
-        while self._may_continue(run, end) and nudges < MAX_CONTINUE_NUDGES:
+        while self._may_continue(run, end) and nudges < most:
             nudges += 1
-            run.inputs.sink(LogLine(f"tasks still open, nudge {nudges}/{MAX_CONTINUE_NUDGES}"))
-            end = await self._work_turn(session, run, CONTINUE_INSTRUCTION)
+            run.inputs.sink(LogLine(f"work still open, nudge {nudges}/{most}"))
+            end = await self._work_turn(session, run, nudge)
         # The fence's critical violation outranks the marker, as the anthropic harness does.
         if run.fence.violation is not None:
             return self._violated(run)
@@ -154,6 +182,8 @@ class PiHarness:
             return self._aborted(run)
         if end.stop_reason == "error":
             return self._failed(run, end.error_message or "the model request failed")
+        if run.task is not None:  # the queue, not the harness, says whether the task reported
+            return await self._completed(session, run)
         await self._remark(session, run)
         return await self._classify(session, run)
 
@@ -163,7 +193,7 @@ class PiHarness:
             run.latch.marker is None
             and run.fence.violation is None
             and end.stop_reason != "error"
-            and run.store.has_open_tasks()
+            and run.work_open()
         )
 
     @staticmethod
@@ -257,6 +287,10 @@ class PiHarness:
             run.emit("wizard remark", remark=remark)
         if (detail := listener.signals.skill_install_failure()) is not None:
             run.emit("agent continued without skill", detail=detail)
+        return await self._completed(session, run)
+
+    async def _completed(self, session: AgentSession, run: _Run) -> AgentResult:
+        listener = run.listener
         stats = await session.stats()
         run.emit(
             "agent completed",

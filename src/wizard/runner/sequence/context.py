@@ -1,0 +1,89 @@
+"""What every sequence starts from: the run's context, its skill install and its host tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.events import AnalyticsEvent, EventSink
+from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
+from wizard.programs.types import ProgramConfig
+from wizard.runner.harness.types import GatewaySettings
+from wizard.runner.switchboard import Binding
+from wizard.signals import AbortSource
+from wizard.skills.install import SkillInstall, install_skill
+from wizard.skills.sources import SkillSource
+from wizard.tools.base import HostTool
+from wizard.tools.env import env_tools
+from wizard.tools.fence import Fence
+from wizard.tools.project import AskFunction, project_tools
+from wizard.tools.skills import skill_tools
+
+DEFAULT_MAX_PARALLEL = 3
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a sequence needs for one run of one program."""
+
+    program: ProgramConfig
+    project_dir: Path
+    binding: Binding
+    gateway: GatewaySettings
+    skills: SkillSource
+    sink: EventSink
+    ask: AskFunction | None = None
+    engine_timeout: float = 150.0
+    run_id: str = "run"
+    # The orchestrator's limit on task runs at once (`--max-parallel`).
+    max_parallel: int = DEFAULT_MAX_PARALLEL
+
+    def outcome(
+        self,
+        status: OutcomeStatus,
+        outro: Outro,
+        *,
+        reason: str | None = None,
+        error_type: AgentErrorType | None = None,
+        source: AbortSource | None = None,
+    ) -> Outcome:
+        """An outcome of this run."""
+        return Outcome(
+            status=status,
+            program=self.program.id,
+            harness=self.binding.harness,
+            sequence=self.binding.sequence,
+            error_type=error_type,
+            reason=reason,
+            source=source,
+            outro=outro,
+        )
+
+
+def install_program_skill(ctx: RunContext) -> SkillInstall | Outcome:
+    """Install the program's skill into the project; the failed outcome if it cannot be."""
+    program = ctx.program
+    install = install_skill(ctx.skills, program.skill, ctx.project_dir)
+    if install.ok:
+        return install
+    ctx.sink(
+        AnalyticsEvent("skill install failed", {"skill_id": program.skill, "kind": install.kind})
+    )
+    outro = Outro(
+        "error", f"Skill install failed: {install.kind}", install.message(), program.docs_url
+    )
+    return ctx.outcome("failed", outro, reason=install.message())
+
+
+def host_tools(ctx: RunContext) -> Callable[[Fence], list[HostTool]]:
+    """The program's host tools, to be built over each run's fence."""
+
+    def tools(fence: Fence) -> list[HostTool]:
+        return [
+            *env_tools(fence),
+            *project_tools(ctx.project_dir, ctx.ask),
+            *skill_tools(ctx.skills, ctx.project_dir),
+        ]
+
+    return tools

@@ -1,0 +1,90 @@
+"""The executor: drains the queue in dependency order, up to `max_parallel` task runs at once.
+
+After each task run the executor settles the task from what its run returned and what its
+agent reported:
+
+- a stop marker (`WIZARD_ABORT`) or a security violation ends the drain at once: the task is
+  marked failed as `aborted` (or `security`) and never retried, no new task starts, and the
+  task runs still going are cancelled, which aborts their engine sessions;
+- a task that did not report, or whose run failed, is failed with the reason;
+- a failed task gets its second attempt once; a task that depends on one that failed for good
+  is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from wizard.outcome import AgentErrorType, AgentResult
+from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskError, TaskQueue
+
+RunTask = Callable[[QueuedTask], Awaitable[AgentResult]]
+MAX_STARTS = 200
+NO_REPORT = "Task ended without calling complete_task."
+# Results that end the whole run, not just their task: never retried.
+_RUN_ENDERS = {
+    AgentErrorType.ABORT: "aborted",
+    AgentErrorType.SECURITY_VIOLATION: "security",
+}
+
+
+@dataclass(frozen=True)
+class DrainStop:
+    """The task run that ended the drain early, and what it returned."""
+
+    task: QueuedTask
+    result: AgentResult
+
+
+async def drain(queue: TaskQueue, run_task: RunTask, max_parallel: int) -> DrainStop | None:
+    """Run the queue until nothing can run; the stop, if a task run ended the run."""
+    running: dict[asyncio.Task[AgentResult], str] = {}
+    starts = 0
+    try:
+        while True:
+            queue.skip_blocked()
+            for task in queue.runnable()[: max(0, max_parallel - len(running))]:
+                if starts >= MAX_STARTS:
+                    break
+                starts += 1
+                started = queue.start(task.id)
+                running[asyncio.ensure_future(run_task(started))] = task.id
+            if not running:
+                return None
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                stop = settle(queue, running.pop(future), future.result())
+                if stop is not None:
+                    return stop
+    finally:
+        await _stop_running(queue, running)
+
+
+def settle(queue: TaskQueue, task_id: str, result: AgentResult) -> DrainStop | None:
+    """Record how one task run ended; a `DrainStop` if it ends the run."""
+    if result.error in _RUN_ENDERS:
+        error = TaskError(_RUN_ENDERS[result.error], result.message or "")
+        return DrainStop(queue.fail(task_id, error), result)
+    task = queue.get(task_id)
+    if task.status == "running":
+        error = (
+            TaskError(result.error.value, result.message or "")
+            if result.error is not None
+            else TaskError("no-report", NO_REPORT)
+        )
+        task = queue.fail(task_id, error)
+    if task.status == "failed" and task.retryable:
+        queue.requeue(task_id)
+    return None
+
+
+async def _stop_running(queue: TaskQueue, running: dict[asyncio.Task[AgentResult], str]) -> None:
+    """Cancel the task runs still going (their sessions abort and close); mark them stopped."""
+    for future in running:
+        future.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
+    for task_id in running.values():
+        if queue.get(task_id).status == "running":
+            queue.fail(task_id, TaskError("stopped", "stopped when the run ended"))

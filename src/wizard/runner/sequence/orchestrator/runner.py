@@ -1,0 +1,265 @@
+"""The orchestrator sequence: plan the setup as a task graph, then run it, one agent a task.
+
+1. Install the program's skill; the seed run (the planner) fills the queue with
+   `enqueue_task`, nudged at most 3 times while the queue is empty.
+2. The executor drains the queue, each task in its own engine session (`harness.run_task`).
+3. The verdict: a stop marker in the seed or any task ends the run as `aborted` with its
+   reason and source (the program's matched abort case, else `<label> aborted`); a plan
+   with no task, a required task that failed, or tasks that never ran end it as `failed`,
+   naming the steps; otherwise the success outro counts the steps completed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from wizard.config import state_root
+from wizard.events import AnalyticsEvent, QueueTaskChanged, SpinnerStarted, SpinnerStopped
+from wizard.outcome import AgentErrorType, AgentResult, Outcome, Outro
+from wizard.runner.harness.types import Harness, TaskRunInputs
+from wizard.runner.sequence.context import RunContext, host_tools, install_program_skill
+from wizard.runner.sequence.endings import aborted, route_result
+from wizard.runner.sequence.orchestrator.executor import drain
+from wizard.runner.sequence.orchestrator.prompts import (
+    SEED_NUDGE,
+    TASK_NUDGE,
+    seed_prompt,
+    task_prompt,
+)
+from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskQueue
+from wizard.runner.sequence.orchestrator.tools import complete_tool, enqueue_tool
+from wizard.runner.sequence.outros import REPORT_TO, success_outro
+from wizard.skills.install import SkillInstall
+from wizard.tools.base import HostTool
+from wizard.tools.fence import Fence
+
+UNPLANNED = "the wizard could not plan this setup"
+# The planner reads the project; the tasks change it.
+_PLANNER_READS_ONLY = ("write", "edit")
+
+
+def queue_path(run_id: str) -> Path:
+    """Where a run's queue is written: wizard's state folder, never the user's project."""
+    return state_root() / "runs" / run_id / "queue.json"
+
+
+@dataclass
+class _Orchestrator:
+    """One orchestrator run: the context, the skill install, the harness and the queue."""
+
+    ctx: RunContext
+    install: SkillInstall
+    harness: Harness
+    started: float = field(default_factory=time.monotonic)
+    retried: int = 0
+    queue: TaskQueue = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.queue = TaskQueue(queue_path(self.ctx.run_id), self.ctx.run_id, self._transition)
+
+    def emit(self, name: str, **properties: Any) -> None:
+        self.ctx.sink(AnalyticsEvent(name, properties))
+
+    def _transition(self, task: QueuedTask, before: QueuedTask | None) -> None:
+        if before is not None and before.status == "failed" and task.status == "pending":
+            self.retried += 1
+        error = task.error.message if task.error is not None else None
+        self.ctx.sink(
+            QueueTaskChanged(
+                task.id,
+                task.type,
+                task.label,
+                task.status,
+                task.attempts,
+                task.started_at,
+                task.finished_at,
+                error,
+            )
+        )
+
+    def inputs(self, prompt: str, tools: list[HostTool], **fields: Any) -> TaskRunInputs:
+        """A seed or task run's inputs: the program's tools plus the queue tool given."""
+        program, ctx = self.ctx.program, self.ctx
+        program_tools = host_tools(ctx)
+
+        def all_tools(fence: Fence) -> list[HostTool]:
+            return [*program_tools(fence), *tools]
+
+        names = tuple(tool.name for tool in tools)
+        allowed = fields.pop("allowed_tools", program.allowed_tools)
+        return TaskRunInputs(
+            project_dir=ctx.project_dir,
+            prompt=prompt,
+            model=fields.pop("model", None) or ctx.binding.model,
+            gateway=ctx.gateway,
+            allowed_tools=(*allowed, *names) if allowed else (),
+            disallowed_tools=fields.pop("disallowed_tools", program.disallowed_tools),
+            sink=ctx.sink,
+            tools=all_tools,
+            engine_timeout=ctx.engine_timeout,
+            **fields,
+        )
+
+    async def plan(self) -> AgentResult:
+        """The seed run: the planner fills the queue."""
+        plan = self.ctx.program.orchestration
+        enqueue = enqueue_tool(self.queue, [t.id for t in plan.task_types])
+        return await self.harness.run_task(
+            self.inputs(
+                seed_prompt(self.ctx.program, self.install),
+                [enqueue],
+                disallowed_tools=(*self.ctx.program.disallowed_tools, *_PLANNER_READS_ONLY),
+                spinner_message="Planning the setup...",
+                success_message="Planned the setup",
+                error_message="Planning failed",
+                settled=lambda: bool(self.queue.tasks()),
+                nudge=SEED_NUDGE,
+                analytics=self.labels(None),
+            )
+        )
+
+    async def run_task(self, task: QueuedTask) -> AgentResult:
+        """One task run, in its own engine session."""
+        program = self.ctx.program
+        kind = program.orchestration.task_type(task.type)
+
+        def reported() -> bool:
+            return self.queue.get(task.id).reported
+
+        return await self.harness.run_task(
+            self.inputs(
+                task_prompt(program, self.install, self.queue, task),
+                [complete_tool(self.queue, task.id)],
+                model=kind.model,
+                allowed_tools=kind.allowed_tools or program.allowed_tools,
+                disallowed_tools=(*program.disallowed_tools, *kind.disallowed_tools),
+                spinner_message="",
+                settled=reported,
+                reported=reported,
+                nudge=TASK_NUDGE,
+                analytics=self.labels(task),
+            )
+        )
+
+    def labels(self, task: QueuedTask | None) -> dict[str, Any]:
+        """The analytics properties that tell a run's agents apart."""
+        if task is None:
+            return {"task_type": "seed", "harness": self.ctx.binding.harness}
+        return {"task_type": task.type, "task_id": task.id, "harness": self.ctx.binding.harness}
+
+    def finished(self) -> None:
+        """`orchestrator run finished`, with the final counts, whatever the ending."""
+        tasks = self.queue.tasks()
+
+        def count(*statuses: str) -> int:
+            return sum(1 for task in tasks if task.status in statuses)
+
+        self.emit(
+            "orchestrator run finished",
+            tasks_total=len(tasks),
+            tasks_done=count("done"),
+            tasks_failed=count("failed"),
+            tasks_not_needed=count("not needed"),
+            tasks_skipped=count("skipped"),
+            tasks_pending=count("pending", "running"),
+            retried_task_count=self.retried,
+            total_duration_ms=int((time.monotonic() - self.started) * 1000),
+        )
+
+
+async def run_orchestrator(ctx: RunContext, harness: Harness) -> Outcome:
+    """Run `ctx.program` as a planned task graph on `harness`."""
+    install = install_program_skill(ctx)
+    if isinstance(install, Outcome):
+        return install
+    run = _Orchestrator(ctx, install, harness)
+    run.emit("orchestrator started", program_id=ctx.program.id)
+    seed = await run.plan()
+    if not seed.ok:
+        run.finished()
+        return _with_tasks(_stopped(run, seed, None), run)
+    tasks = run.queue.tasks()
+    if not tasks:
+        run.finished()
+        return _with_tasks(_unplanned(ctx), run)
+    run.emit("orchestrator seeded", task_count=len(tasks), types=sorted({t.type for t in tasks}))
+    ctx.sink(SpinnerStarted(ctx.program.spinner_message))
+    stop = None
+    try:
+        stop = await drain(run.queue, run.run_task, ctx.max_parallel)
+    finally:
+        run.finished()
+    outcome = _stopped(run, stop.result, stop.task) if stop is not None else _verdict(run)
+    ending = {"succeeded": ctx.program.success_message, "aborted": "Wizard aborted"}
+    ctx.sink(SpinnerStopped(ending.get(outcome.status, ctx.program.failure_message)))
+    return _with_tasks(outcome, run)
+
+
+def _stopped(run: _Orchestrator, result: AgentResult, task: QueuedTask | None) -> Outcome:
+    """The outcome of a run the seed (`task` None) or a task ended: its abort, or its error."""
+    if result.error is AgentErrorType.ABORT:
+        return aborted(run.ctx, result, run.labels(task))
+    return route_result(run.ctx, result)
+
+
+def _unplanned(ctx: RunContext) -> Outcome:
+    program = ctx.program
+    body = (
+        "The planner ended without enqueuing a single step, so nothing was set up. Run the "
+        "program again, or run it with --sequence linear. " + REPORT_TO
+    )
+    outro = Outro("error", f"{program.label}: {UNPLANNED}", body, program.docs_url)
+    return ctx.outcome("failed", outro, reason=UNPLANNED)
+
+
+def _verdict(run: _Orchestrator) -> Outcome:
+    """How a drained queue ends: failed required steps or steps never run fail the run."""
+    ctx, program = run.ctx, run.ctx.program
+    tasks = run.queue.tasks()
+    failed = [t for t in tasks if t.status == "failed" and not t.optional]
+    never_ran = [t for t in tasks if t.status in ("pending", "skipped") and not t.optional]
+    if failed or never_ran:
+        lines = [
+            f"✗ {t.label} ({t.id}): {t.error.message if t.error else 'failed'}" for t in failed
+        ]
+        lines += [f"○ {t.label} ({t.id}): never ran" for t in never_ran]
+        first = failed[0] if failed else never_ran[0]
+        what = f"the '{first.label}' step failed" if failed else f"{len(never_ran)} steps never ran"
+        body = (
+            "\n".join(lines) + "\n\nReview what changed, then run the program again. " + REPORT_TO
+        )
+        outro = Outro("error", f"{program.label} did not finish: {what}", body, program.docs_url)
+        return ctx.outcome("failed", outro, reason=what)
+    return route_result(ctx, AgentResult(), _success(run, tasks))
+
+
+def _success(run: _Orchestrator, tasks: list[QueuedTask]) -> Outro:
+    done = sum(1 for t in tasks if t.status == "done")
+    not_needed = sum(1 for t in tasks if t.status == "not needed")
+    optional_failed = sum(1 for t in tasks if t.optional and t.status in ("failed", "skipped"))
+    counted = len(tasks) - not_needed - optional_failed
+    notes = [f"{not_needed} skipped as not needed"] if not_needed else []
+    notes += [f"{optional_failed} optional step failed"] if optional_failed else []
+    suffix = f" ({', '.join(notes)})" if notes else ""
+    outro = success_outro(run.ctx.program, AgentResult(), run.ctx.project_dir)
+    message = f"{outro.message}: {done}/{counted} steps completed{suffix}"
+    return replace(outro, message=message)
+
+
+def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
+    """The outcome, with the queue's final state for `--outcome-json`."""
+    tasks = tuple(
+        {
+            "id": t.id,
+            "type": t.type,
+            "label": t.label,
+            "status": t.status,
+            "attempts": t.attempts,
+            "error": t.error.type if t.error else None,
+        }
+        for t in run.queue.tasks()
+    )
+    return replace(outcome, tasks=tasks)
