@@ -1,6 +1,33 @@
 """MCP analytics: capture the tool calls of an MCP server the project builds."""
 
-from wizard.programs.types import AbortCase, ProgramConfig
+from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+
+PLAN = Orchestration(
+    seed_instructions=(
+        "Enqueue `inspect` first; then `install` and `wrap`, each depending on `inspect` "
+        "only, so they run in parallel."
+    ),
+    task_types=(
+        TaskType(
+            "inspect",
+            "Check the stop conditions: an MCP server, its language, its entry point.",
+            "Check the skill's stop conditions. If one holds, write its stop line exactly. "
+            "Otherwise change nothing and report done, with a handoff naming the language, "
+            "the package manager and the file and line where the server is constructed.",
+        ),
+        TaskType(
+            "install",
+            "Install the PostHog MCP wrapper with the project's package manager.",
+            "Do step 1 of the skill with the package manager named in the handoff.",
+        ),
+        TaskType(
+            "wrap",
+            "Wrap the server where it is constructed; the key comes from the environment.",
+            "Do steps 2 and 3 of the skill at the place named in the handoff.",
+        ),
+    ),
+)
+
 
 MCP_ANALYTICS = ProgramConfig(
     id="mcp-analytics",
@@ -10,6 +37,7 @@ MCP_ANALYTICS = ProgramConfig(
     spinner_message="Adding analytics to your MCP server...",
     success_message="MCP analytics set up",
     docs_url="https://posthog.com/docs/mcp-analytics",
+    orchestration=PLAN,
     abort_cases=(
         AbortCase(
             match=r"^unsupported language for mcp analytics$",

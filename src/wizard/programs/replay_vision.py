@@ -1,6 +1,34 @@
 """Replay vision: scanners that watch session replays."""
 
-from wizard.programs.types import AbortCase, ProgramBinding, ProgramConfig
+from wizard.programs.types import AbortCase, Orchestration, ProgramBinding, ProgramConfig, TaskType
+
+PLAN = Orchestration(
+    seed_instructions=(
+        "Enqueue `check-availability` first; then `enable-replay` and `write-flows`, each "
+        "depending on it only, so they run in parallel."
+    ),
+    task_types=(
+        TaskType(
+            "check-availability",
+            "Check the stop condition: is Replay vision available for this project?",
+            "Check the skill's stop condition. If it holds, write its stop line exactly. "
+            "Otherwise change nothing and report done, with a handoff naming the file that "
+            "initialises PostHog and the app's main user flows.",
+        ),
+        TaskType(
+            "enable-replay",
+            "Make sure session replay is enabled in the PostHog initialisation.",
+            "Do step 1 of the skill in the file named in the handoff. Report 'not needed' if "
+            "replay is already on.",
+        ),
+        TaskType(
+            "write-flows",
+            "Write .posthog/replay-vision.json with the flows to watch.",
+            "Do step 2 of the skill with the flows named in the handoff.",
+        ),
+    ),
+)
+
 
 REPLAY_VISION = ProgramConfig(
     id="replay-vision",
@@ -11,6 +39,7 @@ REPLAY_VISION = ProgramConfig(
     success_message="Replay vision set up",
     docs_url="https://posthog.com/docs/session-replay",
     binding=ProgramBinding(sequence="orchestrator"),
+    orchestration=PLAN,
     abort_cases=(
         AbortCase(
             match=r"^replay vision not available for this project$",

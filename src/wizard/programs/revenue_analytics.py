@@ -1,6 +1,42 @@
 """Revenue analytics: tag Stripe customers with their PostHog person."""
 
-from wizard.programs.types import AbortCase, ProgramConfig
+from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+
+PLAN = Orchestration(
+    seed_instructions=(
+        "Enqueue `find-stripe` first (id `find-stripe`). Then `tag-customers` and "
+        "`tag-checkouts`, each depending on it only, so they run in parallel; then `report`, "
+        "depending on both."
+    ),
+    task_types=(
+        TaskType(
+            "find-stripe",
+            "Check the stop conditions: the Stripe calls and where users are identified.",
+            "Check the skill's two stop conditions. If one holds, write its stop line exactly. "
+            "Otherwise change nothing and report done, with a handoff that lists each Stripe "
+            "call (file, line, kind) and the expression that holds the PostHog distinct_id.",
+        ),
+        TaskType(
+            "tag-customers",
+            "Add the distinct_id metadata where Stripe customers are created or updated.",
+            "Do step 1 of the skill for every customer call in the handoff. Report 'not "
+            "needed' if there is none.",
+        ),
+        TaskType(
+            "tag-checkouts",
+            "Pass the same metadata on Stripe checkout sessions.",
+            "Do step 2 of the skill for every checkout call in the handoff. Report 'not "
+            "needed' if there is none.",
+        ),
+        TaskType(
+            "report",
+            "Write posthog-revenue-report.md from the handoffs.",
+            "Do step 3 of the skill from the handoffs: the files changed and how to check a "
+            "customer in Stripe.",
+        ),
+    ),
+)
+
 
 REVENUE_ANALYTICS = ProgramConfig(
     id="revenue-analytics",
@@ -12,6 +48,7 @@ REVENUE_ANALYTICS = ProgramConfig(
     docs_url="https://posthog.com/docs/revenue-analytics",
     report_file="posthog-revenue-report.md",
     disallowed_tools=("wizard_ask",),
+    orchestration=PLAN,
     abort_cases=(
         AbortCase(
             match=r"^could not find a posthog distinct_id$",

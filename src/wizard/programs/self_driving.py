@@ -1,6 +1,33 @@
 """Self-driving: PostHog Signals working on the project's GitHub repository."""
 
-from wizard.programs.types import AbortCase, ProgramConfig
+from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+
+PLAN = Orchestration(
+    seed_instructions=(
+        "Enqueue `check-repository`, then `ask-goals` depending on it, then `write-config` "
+        "depending on `ask-goals`: the steps need each other's answers, so they run in turn."
+    ),
+    task_types=(
+        TaskType(
+            "check-repository",
+            "Check Signals and confirm the GitHub remote.",
+            "Check the skill's first two stop conditions, then do step 1. Hand off the "
+            "repository's remote URL.",
+        ),
+        TaskType(
+            "ask-goals",
+            "Ask the user for the product goals.",
+            "Do step 2 of the skill; its stop conditions 3 and 4 apply to your questions. Hand "
+            "off the goals exactly as the user gave them.",
+        ),
+        TaskType(
+            "write-config",
+            "Write .posthog/self-driving.json.",
+            "Do step 3 of the skill with the repository and the goals from the handoffs.",
+        ),
+    ),
+)
+
 
 SELF_DRIVING = ProgramConfig(
     id="self-driving",
@@ -10,6 +37,7 @@ SELF_DRIVING = ProgramConfig(
     spinner_message="Setting up PostHog Self-driving...",
     success_message="PostHog Self-driving set up",
     docs_url="https://posthog.com/docs/self-driving",
+    orchestration=PLAN,
     abort_cases=(
         AbortCase(
             match=r"^self-driving is not available for this project$",

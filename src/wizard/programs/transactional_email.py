@@ -1,6 +1,40 @@
 """Transactional email: send email from the project's code through the PostHog email API."""
 
-from wizard.programs.types import AbortCase, ProgramConfig
+from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+
+PLAN = Orchestration(
+    seed_instructions=(
+        "Enqueue `check` first; then `client`, depending on `check`; then one `replace-sends` "
+        "task per file that sends email (its path in `inputs`), each depending on `client`; "
+        "then `report`, depending on every `replace-sends` task."
+    ),
+    task_types=(
+        TaskType(
+            "check",
+            "Check the stop conditions: language, the email API key, code that sends email.",
+            "Check the skill's three stop conditions in order. If one holds, write its stop "
+            "line exactly. Otherwise change nothing and report done, with a handoff naming the "
+            "language and each file and function that sends email.",
+        ),
+        TaskType(
+            "client",
+            "Add the small PostHog email client module.",
+            "Do step 1 of the skill next to the code named in the handoff. Hand off the "
+            "module's path and how to import it.",
+        ),
+        TaskType(
+            "replace-sends",
+            "Move the email sends of one file (inputs.path) onto the client.",
+            "Do steps 2 and 3 of the skill in the file named in your inputs, and only there.",
+        ),
+        TaskType(
+            "report",
+            "Write posthog-email-report.md from the handoffs.",
+            "Do step 4 of the skill from the handoffs.",
+        ),
+    ),
+)
+
 
 TRANSACTIONAL_EMAIL = ProgramConfig(
     id="transactional-email",
@@ -11,6 +45,7 @@ TRANSACTIONAL_EMAIL = ProgramConfig(
     success_message="Transactional email set up",
     docs_url="https://posthog.com/docs/workflows/email",
     report_file="posthog-email-report.md",
+    orchestration=PLAN,
     abort_cases=(
         AbortCase(
             match=r"^the api is not enabled for this project$",

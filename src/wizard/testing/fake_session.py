@@ -12,15 +12,19 @@ the next event, as pi does. A prompt past the end of the script fails the test, 
 A turn is a list of messages; a message is `{"blocks": [...]}` with blocks shaped like the
 scripted gateway's (`{"text"}`, `{"thinking"}`, `{"tool_call": {"name", "arguments"}}`),
 plus optional `"stop_reason"`/`"error"`, and `"raise": "message"` to make `prompt()` fail the
-way a broken engine does once that message has ended. A turn may instead be
-`{"raise": "message"}`, which fails at once. With `stream_text=False` no text is streamed:
-each message arrives whole at `message_end`.
+way a broken engine does once that message has ended, and `"hang": true` to make the
+message wait, before streaming, until the turn is aborted (a model that never answers). A
+turn may instead be `{"raise": "message"}`, which fails at once. With `stream_text=False` no
+text is streamed: each message arrives whole at `message_end`.
+
+`FakeSessions` serves runs with several conversations (the orchestrator's seed and tasks):
+each launch gets its own `FakePiSession`, whose script is picked at its first prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wizard.errors import EngineError
@@ -138,6 +142,8 @@ class FakePiSession:
         self, spec: dict[str, Any], calls: list[dict[str, Any]]
     ) -> PromptResult:
         """Stream one assistant message, collecting its tool calls; how it stopped."""
+        if spec.get("hang"):
+            await self._aborted.wait()
         texts: list[str] = []
         result = PromptResult("aborted", "Request was aborted.")
         for index, block in enumerate(spec.get("blocks", [])):
@@ -197,3 +203,54 @@ class FakePiSession:
 
 def _ending(result: PromptResult) -> dict[str, Any]:
     return {"stopReason": result.stop_reason, "errorMessage": result.error_message}
+
+
+class FakeSessions:
+    """A session factory for runs of several conversations, each with its own fake session.
+
+    `scripts` maps a text to the scripts of the sessions whose first prompt contains it, in
+    the order they start (a retried task's second session takes the second script). A first
+    prompt that matches no text, or no script left, fails the test; `assert_complete()` fails
+    when a script was never started or not played to its end.
+    """
+
+    def __init__(self, scripts: Mapping[str, Sequence[Sequence[Turn]]], **options: Any) -> None:
+        self._scripts = {match: list(queue) for match, queue in scripts.items()}
+        self._options = options
+        self.sessions: list[FakePiSession] = []
+
+    def __call__(self, launch: PiLaunch) -> FakePiSession:
+        session = _RoutedSession(self._route, **self._options)
+        self.sessions.append(session)
+        return session(launch)
+
+    def started(self, match: str) -> list[FakePiSession]:
+        """The sessions whose first prompt contained `match`, in start order."""
+        return [s for s in self.sessions if s.prompts and match in s.prompts[0]]
+
+    def assert_complete(self) -> None:
+        """Fail unless every script was started and played to its end."""
+        left = {match: len(queue) for match, queue in self._scripts.items() if queue}
+        assert not left, f"scripts never started: {left}"
+        for session in self.sessions:
+            session.assert_complete()
+
+    def _route(self, prompt: str) -> list[Turn]:
+        for match, queue in self._scripts.items():
+            if match in prompt:
+                assert queue, f"no script left for a session matching {match!r}"
+                return list(queue.pop(0))
+        raise AssertionError(f"no script matches the first prompt {prompt[:120]!r}")
+
+
+class _RoutedSession(FakePiSession):
+    """A fake session whose script is picked by its first prompt."""
+
+    def __init__(self, route: Callable[[str], list[Turn]], **options: Any) -> None:
+        super().__init__([], **options)
+        self._route = route
+
+    async def prompt(self, text: str) -> PromptResult:
+        if not self.prompts and not self.turns:
+            self.turns = self._route(text)
+        return await super().prompt(text)

@@ -1,5 +1,8 @@
 """The interactive view of a run: a spinner with the latest `[STATUS]`, and the task list.
 
+An orchestrator run shows its queue instead: one line a task, with its status and how long
+it has run.
+
 The spinner and the live task list are a transient region: when the step ends it is erased,
 and the final task list and the stop message are printed once, so the finished screen holds
 no spinner frame and no task twice.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -18,6 +22,7 @@ from rich.text import Text
 from wizard.events import (
     Event,
     LogLine,
+    QueueTaskChanged,
     SpinnerMessage,
     SpinnerStarted,
     SpinnerStopped,
@@ -27,6 +32,25 @@ from wizard.events import (
 )
 
 _TASK_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●"}
+_QUEUE_ICONS = {
+    "pending": "○",
+    "running": "◐",
+    "done": "●",
+    "failed": "✗",
+    "not needed": "–",
+    "skipped": "⊘",
+}
+
+
+def queue_line(task: QueueTaskChanged, now: float) -> str:
+    """One queue task as a line: icon, label, status, and its elapsed time once started."""
+    line = f"   {_QUEUE_ICONS.get(task.status, '○')} {task.label}"
+    if task.status != "pending":
+        line += f"  {task.status}"
+    if task.started_at is not None:
+        seconds = (task.finished_at or now) - task.started_at
+        line += f"  {seconds:.0f}s"
+    return line
 
 
 class LiveView:
@@ -37,6 +61,7 @@ class LiveView:
         self.verbose = verbose
         self._message = ""
         self._tasks: tuple[TaskView, ...] = ()
+        self._queue: dict[str, QueueTaskChanged] = {}
         self._live: Live | None = None
 
     def __call__(self, event: Event) -> None:
@@ -51,6 +76,10 @@ class LiveView:
             self.console.print(Text(f"●  {event.message}", style="bold"))
         elif isinstance(event, TasksChanged):
             self._tasks = event.tasks
+        elif isinstance(event, QueueTaskChanged):
+            self._queue[event.id] = event
+            if not self.console.is_terminal and event.status != "pending":
+                self.console.print(Text(queue_line(event, time.time())))
         elif isinstance(event, ToolCalled) and self.verbose:
             arguments = json.dumps(dict(event.arguments), ensure_ascii=False)
             self.console.print(Text(f"│  → {event.name} {arguments}", style="dim"))
@@ -65,12 +94,20 @@ class LiveView:
             icon = _TASK_ICONS.get(task.status, "○")
             style = "dim" if task.status == "completed" else ""
             rows.append(Text(f"   {icon} {task.content}", style=style))
+        now = time.time()
+        for entry in self._queue.values():
+            style = "dim" if entry.status in ("done", "not needed") else ""
+            rows.append(Text(queue_line(entry, now), style=style))
         return Group(*rows)
 
     def _start(self) -> None:
         if self._live is None and self.console.is_terminal:
+            # Rendered afresh on every refresh, so a running task's elapsed time ticks.
             self._live = Live(
-                self._render(), console=self.console, refresh_per_second=10, transient=True
+                console=self.console,
+                get_renderable=self._render,
+                refresh_per_second=10,
+                transient=True,
             )
             self._live.start()
         elif not self.console.is_terminal:
@@ -78,14 +115,18 @@ class LiveView:
 
     def _refresh(self) -> None:
         if self._live is not None:
-            self._live.update(self._render())
+            self._live.refresh()
 
     def _stop(self) -> None:
-        if self._live is not None:
-            self._live.stop()
-            self._live = None
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop()
         for task in self._tasks:
             self.console.print(Text(f"   {_TASK_ICONS.get(task.status, '○')} {task.content}"))
+        if live is not None:  # without a terminal, each change was printed as it came
+            now = time.time()
+            for entry in self._queue.values():
+                self.console.print(Text(queue_line(entry, now)))
 
     def close(self) -> None:
         """Stop drawing."""

@@ -461,3 +461,12 @@ async def test_missing_resource_markers(tmp_path: Path, marker: str, error: Agen
     result = await h.run()
     assert result.error is error
     assert "agent completed" not in h.names()
+
+
+async def test_no_tool_runs_once_a_marker_is_latched(tmp_path: Path) -> None:
+    # The marker streams before the message's tool calls run: they are refused, not run.
+    h = Harnessed(tmp_path, [[msg(text("[ABORT] stop now"), tool("TaskCreate", content="t"))]])
+    result = await h.run()
+    assert result.error is AgentErrorType.ABORT
+    (end,) = [e for e in h.fake.events if e["type"] == "tool_end"]
+    assert end["isError"] and "the run is ending" in end["result"]

@@ -26,6 +26,7 @@ from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES, Fence
 log = logging.getLogger(__name__)
 
 CRITICAL_HOLD_SECONDS = 5.0
+_ENDING = "Blocked: the run is ending; no more tools run."
 
 
 class HostBridge:
@@ -36,10 +37,14 @@ class HostBridge:
         tools: Sequence[HostTool],
         fence: Fence,
         on_decision: Callable[[str, Decision], None] | None = None,
+        halted: Callable[[], bool] = lambda: False,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.fence = fence
         self._on_decision = on_decision
+        # Once the run is ending (a stop marker, a critical violation), no tool runs: not even
+        # one the model called in the same message as its marker.
+        self._halted = halted
         self._dir = Path(tempfile.mkdtemp(prefix="wizard-bridge-"))
         self.socket_path = self._dir / "host.sock"
         self._server: asyncio.AbstractServer | None = None
@@ -98,14 +103,19 @@ class HostBridge:
         name = str(request.get("name", ""))
         args = request.get("input") or {}
         if request.get("op") == "permit":
+            # The fence still judges the call, so a critical violation is on record.
             decision = self.fence.check(name, args)
             if self._on_decision is not None:
                 self._on_decision(name, decision)
+            if decision.allow and self._halted():
+                decision = Decision(False, _ENDING)
             return {
                 "allow": decision.allow,
                 "reason": decision.reason,
                 "critical": decision.critical,
             }
+        if self._halted():
+            return {"text": _ENDING, "isError": True, "terminate": False}
         tool = self.tools.get(name)
         if tool is None:
             return {"text": f"Error: unknown host tool {name}", "isError": True}

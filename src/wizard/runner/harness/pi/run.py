@@ -139,7 +139,8 @@ class PiHarness:
         if inputs.spinner_message:
             inputs.sink(SpinnerStarted(inputs.spinner_message))
         try:
-            async with HostBridge(run.tools(), run.fence, run.on_decision) as bridge:
+            bridge = HostBridge(run.tools(), run.fence, run.on_decision, run.halt.is_set)
+            async with bridge:
                 session = self._session_factory(self._launch(inputs, bridge))
                 try:
                     await session.start()
@@ -205,8 +206,13 @@ class PiHarness:
         """
         prompt = asyncio.ensure_future(session.prompt(text))
         fired = asyncio.ensure_future(run.halt.wait())
-        await asyncio.wait({prompt, fired}, return_when=asyncio.FIRST_COMPLETED)
-        fired.cancel()
+        try:
+            await asyncio.wait({prompt, fired}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the run is stopped from outside: closing aborts pi
+            prompt.cancel()
+            raise
+        finally:
+            fired.cancel()
         if not prompt.done():
             await session.abort()
         try:

@@ -30,7 +30,11 @@ def task_line(task: QueuedTask) -> str:
 
 
 def _skill(install: SkillInstall) -> str:
-    return f"The skill for this setup is installed at {install.path}/: read {skill_file(install)}."
+    return (
+        f"The skill for this setup is installed at {install.path}/: read "
+        f"{skill_file(install)}. Where it says to plan with TaskCreate, the queue stands in "
+        "for that task list."
+    )
 
 
 def seed_prompt(program: ProgramConfig, install: SkillInstall) -> str:
