@@ -62,3 +62,16 @@ def test_unknown_names_are_usage_errors(
 def test_names_not_built_yet_say_so(flags: ProgramBinding) -> None:
     with pytest.raises(UsageError, match="not available"):
         resolve_binding(PROGRAM, flags, {})
+
+
+def test_replay_vision_defaults_to_the_orchestrator_and_the_rest_to_linear() -> None:
+    from wizard.programs.registry import PROGRAMS
+
+    sequences = {
+        program_id: resolve_binding(program, ProgramBinding(), {}).sequence
+        for program_id, program in PROGRAMS.items()
+    }
+    assert sequences.pop("replay-vision") == "orchestrator"
+    assert set(sequences.values()) == {"linear"}
+    flag = resolve_binding(PROGRAMS["replay-vision"], ProgramBinding(sequence="linear"), {})
+    assert (flag.sequence, flag.sources["sequence"]) == ("linear", "flag")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import time
 
 from rich.console import Console
 
 from wizard.events import (
     LogLine,
+    QueueTaskChanged,
     SpinnerMessage,
     SpinnerStarted,
     SpinnerStopped,
@@ -50,3 +52,19 @@ async def test_ask_without_a_terminal_answers_nobody(monkeypatch: object) -> Non
 
     view.console.input = no_input  # type: ignore[method-assign]
     assert await view.ask(["Which region?"]) is None
+
+
+def test_a_plain_console_prints_each_queue_change_as_it_comes() -> None:
+    buffer = io.StringIO()
+    view = LiveView(Console(file=buffer, width=100, no_color=True))
+    view(SpinnerStarted("Setting up revenue analytics..."))
+    view(QueueTaskChanged("a", "check", "Check Stripe", "pending"))
+    started = time.time() - 5
+    view(QueueTaskChanged("a", "check", "Check Stripe", "running", 1, started))
+    view(QueueTaskChanged("a", "check", "Check Stripe", "failed", 1, started, started + 12.4))
+    view(SpinnerStopped("Revenue analytics failed"))
+    lines = [line.strip() for line in buffer.getvalue().splitlines()]
+    assert [line for line in lines if "Check Stripe" in line] == [
+        "◐ Check Stripe  running  5s",  # a pending task is not news; each change once
+        "✗ Check Stripe  failed  12s",
+    ]

@@ -30,12 +30,32 @@ view.close()
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
-def _run_on_a_pty() -> list[str]:
+QUEUE_SCRIPT = """
+import time
+from rich.console import Console
+from wizard.events import QueueTaskChanged, SpinnerStarted, SpinnerStopped
+from wizard.ui.live import LiveView
+
+view = LiveView(Console(width=80))
+view(SpinnerStarted("Setting up revenue analytics..."))
+now = time.time()
+view(QueueTaskChanged("a", "tag-customers", "Tag customers", "running", 1, now - 65))
+view(QueueTaskChanged("b", "report", "Write the report", "pending"))
+time.sleep(0.4)
+view(QueueTaskChanged("a", "tag-customers", "Tag customers", "done", 1, now - 65, now - 2))
+view(QueueTaskChanged("b", "report", "Write the report", "skipped", 0, None, None, "blocked"))
+time.sleep(0.4)
+view(SpinnerStopped("Revenue analytics set up"))
+view.close()
+"""
+
+
+def _run_on_a_pty(script: str = SCRIPT) -> list[str]:
     primary, secondary = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"}
     env.pop("NO_COLOR", None)
     process = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT], stdin=secondary, stdout=secondary, stderr=secondary,
+        [sys.executable, "-c", script], stdin=secondary, stdout=secondary, stderr=secondary,
         env=env, close_fds=True,
     )  # fmt: skip
     os.close(secondary)
@@ -66,3 +86,13 @@ def test_the_finished_screen_has_no_spinner_frame_and_each_task_once() -> None:
     assert sum("Write the report" in line for line in lines) == 1, shown
     assert "●  Setup complete" in shown
     assert "◇  Editing the mailer" in shown
+
+
+def test_the_queue_shows_one_line_a_task_with_status_and_elapsed_time() -> None:
+    lines = _run_on_a_pty(QUEUE_SCRIPT)
+    shown = "\n".join(lines)
+    assert not any(frame in shown for frame in SPINNER_FRAMES), shown
+    (customers,) = [line for line in lines if "Tag customers" in line]
+    assert customers.split() == ["●", "Tag", "customers", "done", "63s"]
+    (report,) = [line for line in lines if "Write the report" in line]
+    assert report.split() == ["⊘", "Write", "the", "report", "skipped"]

@@ -1,0 +1,98 @@
+"""`wizard run … --sequence orchestrator` end to end: the CLI, real pi, a gateway process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
+
+pytestmark = pytest.mark.live
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments": arguments}}
+
+
+def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "wizard", "run", "revenue-analytics", "--project", str(project),
+         "--sequence", "orchestrator", "--ci", *extra],
+        capture_output=True,
+        text=True,
+        env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+        timeout=240,
+    )  # fmt: skip
+
+
+def _plan(*task_ids: str) -> dict[str, Any]:
+    enqueued = [
+        call("enqueue_task", type="tag-customers", label=f"Tag {t}", id=t) for t in task_ids
+    ]
+    return {
+        "match": "# Plan the setup",
+        "responses": [{"blocks": enqueued}, {"blocks": [{"text": "Planned."}]}],
+    }
+
+
+def test_an_orchestrated_run_succeeds_with_task_events(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    done = call("complete_task", status="done", summary="tagged", handoff="billing.py")
+    url, _ = gateway_process(
+        {
+            "conversations": [
+                _plan("a", "b"),
+                {"match": "# Task a:", "responses": [{"blocks": [done]}]},
+                {"match": "# Task b:", "responses": [{"blocks": [done]}]},
+            ]
+        }
+    )
+    outcome_file = tmp_path / "outcome.json"
+    proc = _run(tmp_path, url, "--max-parallel", "1", "--outcome-json", str(outcome_file))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = ci_lines(proc.stdout)
+    queue = [(line["id"], line["status"]) for line in lines if line["event"] == "queue_task"]
+    assert queue == [
+        ("a", "pending"), ("b", "pending"),
+        ("a", "running"), ("a", "done"),
+        ("b", "running"), ("b", "done"),
+    ]  # fmt: skip
+    outcome = json.loads(outcome_file.read_text())
+    assert (outcome["sequence"], outcome["status"], outcome["exit_code"]) == (
+        "orchestrator",
+        "succeeded",
+        0,
+    )
+    assert outcome["outro"]["message"] == "Revenue analytics set up: 2/2 steps completed"
+    assert [t["status"] for t in outcome["tasks"]] == ["done", "done"]
+    assert pi_processes_in(tmp_path / "project") == []
+
+
+def test_a_task_abort_exits_3_with_the_matched_case(tmp_path: Path, gateway_process: Any) -> None:
+    url, _ = gateway_process(
+        {
+            "conversations": [
+                _plan("a"),
+                {
+                    "match": "# Task a:",
+                    "responses": [
+                        {"blocks": [{"text": "[ABORT] could not find a stripe integration"}]}
+                    ],
+                },
+            ]
+        }
+    )
+    proc = _run(tmp_path, url)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    outcome = ci_lines(proc.stdout)[-1]
+    assert outcome["status"] == "aborted"
+    assert outcome["outro"]["message"] == "Could not find a Stripe integration"
+    assert outcome["reason"] == "could not find a stripe integration"
