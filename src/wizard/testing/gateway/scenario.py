@@ -73,6 +73,8 @@ class BlocksResponse(_Strict):
     blocks: list[Block]
     chunk_chars: Annotated[int, Field(ge=1)] = 8
     delay_ms: Annotated[int, Field(ge=0)] = 0
+    # A model's time to first token: wait this long before the first byte of the answer.
+    latency_ms: Annotated[int, Field(ge=0)] = 0
     drop_after_chars: Annotated[int, Field(ge=0)] | None = None
     fault: Fault | None = None
     fault_after_frames: Annotated[int, Field(ge=0)] = 0

@@ -292,6 +292,8 @@ class ScriptedGateway:
             return True
         blocks_response = self._as_blocks(response)
         record.served = "refusal" if isinstance(response, RefusalResponse) else "blocks"
+        if blocks_response.latency_ms:
+            await asyncio.sleep(blocks_response.latency_ms / 1000)
         if record.stream:
             return await self._stream(reader, writer, endpoint, body, record, blocks_response)
         input_tokens = max(1, len(json.dumps(body)) // 4)
