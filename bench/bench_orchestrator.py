@@ -1,6 +1,7 @@
 """Benchmark: how close the orchestrator's drain comes to its graph's critical path.
 
-Run: .venv/bin/python bench/bench_orchestrator.py [--runs 3] [--json bench/results/orchestrator.json]
+Run: .venv/bin/python bench/bench_orchestrator.py [--runs 3] [--json FILE]
+(the run in the README: `--json bench/results/orchestrator.json`)
 
 An 8-task graph on the real pinned pi, one pi process per task, against the scripted gateway
 (a process of its own on 127.0.0.1) with 200 ms of latency before every model answer. Each
@@ -23,26 +24,24 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bench_pi_boundary import Gateway  # noqa: E402
+from bench_pi_boundary import Gateway
 
-from wizard.events import EventRecorder  # noqa: E402
-from wizard.programs import get_program  # noqa: E402
-from wizard.programs.types import GENERIC_ORCHESTRATION  # noqa: E402
-from wizard.runner.harness.pi.engine import ensure_pi  # noqa: E402
-from wizard.runner.harness.pi.run import PiHarness  # noqa: E402
-from wizard.runner.harness.types import GatewaySettings  # noqa: E402
-from wizard.runner.sequence.context import RunContext  # noqa: E402
-from wizard.runner.sequence.orchestrator.prompts import SEED_LINE  # noqa: E402
-from wizard.runner.sequence.orchestrator.runner import queue_path, run_orchestrator  # noqa: E402
-from wizard.runner.switchboard import Binding  # noqa: E402
-from wizard.skills.sources import BundledSkills  # noqa: E402
+from wizard.events import EventRecorder
+from wizard.programs import get_program
+from wizard.programs.types import GENERIC_ORCHESTRATION
+from wizard.runner.harness.pi.engine import ensure_pi
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.types import GatewaySettings
+from wizard.runner.sequence.context import RunContext
+from wizard.runner.sequence.orchestrator.prompts import SEED_LINE
+from wizard.runner.sequence.orchestrator.runner import queue_path, run_orchestrator
+from wizard.runner.switchboard import Binding
+from wizard.skills.sources import BundledSkills
 
 GRAPH: dict[str, list[str]] = {
     "a": [],
