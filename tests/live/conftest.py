@@ -43,9 +43,14 @@ class LiveRun:
     sessions: list[PiSession] = field(default_factory=list)
 
     def assert_no_process_left(self) -> None:
-        for pid in self.pids:
-            assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"pi {pid} still runs"
-            assert descendants(pid) == []
+        assert_gone(self.pids)
+
+
+def assert_gone(pids: Sequence[int]) -> None:
+    """Fail if any of these pi processes, or anything they started, still runs."""
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"pi {pid} still runs"
+        assert descendants(pid) == []
 
 
 def _zombie(pid: int) -> bool:

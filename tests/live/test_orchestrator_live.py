@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.live.conftest import session_pid, watched_sessions
+from tests.live.conftest import assert_gone, session_pid, watched_sessions
 from wizard.events import EventRecorder
 from wizard.outcome import Outcome
-from wizard.processes import descendants
 from wizard.programs import get_program
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.pi.session import PiSession
@@ -101,16 +100,7 @@ class LiveOrchestration:
         return sum(1 for r in self.gateway.requests if r.conversation == index)
 
     def assert_no_process_left(self) -> None:
-        for pid in self.pids:
-            assert not Path(f"/proc/{pid}/cmdline").exists() or _gone(pid), f"pi {pid} still runs"
-            assert descendants(pid) == []
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+        assert_gone(self.pids)
 
 
 async def orchestrate(

@@ -34,6 +34,21 @@ from wizard.runner.harness.types import PromptResult, SessionStats
 Turn = list[dict[str, Any]] | dict[str, Any]
 
 
+def text(value: str) -> dict[str, Any]:
+    """A text block of a scripted message."""
+    return {"text": value}
+
+
+def tool(name: str, **arguments: Any) -> dict[str, Any]:
+    """A tool-call block of a scripted message."""
+    return {"tool_call": {"name": name, "arguments": arguments}}
+
+
+def msg(*blocks: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """A scripted assistant message (`options`: `stop_reason`, `error`, `raise`, `hang`)."""
+    return {"blocks": list(blocks), **options}
+
+
 class FakePiSession:
     """Plays scripted turns to the harness; use it as `PiHarness(session_factory=fake)`."""
 

@@ -17,21 +17,9 @@ from wizard.runner.harness.pi.prompts import CONTINUE_INSTRUCTION, MAX_CONTINUE_
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
-from wizard.testing.fake_session import FakePiSession, Turn
+from wizard.testing.fake_session import FakePiSession, Turn, msg, text, tool
 
 PROMPT = "Set up the program. Read the skill."
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"text": value}
-
-
-def tool(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
-
-
-def msg(*blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"blocks": list(blocks), **extra}
 
 
 WORK = msg(text("[STATUS] Editing"), tool("write", path="a.txt", content="x"))

@@ -24,22 +24,10 @@ from wizard.runner.sequence.orchestrator.runner import UNPLANNED, queue_path, ru
 from wizard.runner.switchboard import Binding
 from wizard.signals import REMARK_INSTRUCTION
 from wizard.skills.sources import BundledSkills
-from wizard.testing.fake_session import FakePiSession, FakeSessions, Turn
+from wizard.testing.fake_session import FakePiSession, FakeSessions, Turn, msg, text, tool
 
 PROGRAM = get_program("revenue-analytics")
 STRIPE = "Could not find a Stripe integration"
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"text": value}
-
-
-def tool(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
-
-
-def msg(*blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"blocks": list(blocks), **extra}
 
 
 def enqueue(task_id: str, kind: str, *depends_on: str, **extra: Any) -> dict[str, Any]:
