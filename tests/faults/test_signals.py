@@ -46,7 +46,7 @@ def _commands_in(project: Path) -> list[int]:
 class Run:
     """`wizard run` in a process of its own, on a project with a sleeper script."""
 
-    def __init__(self, tmp_path: Path, url: str) -> None:
+    def __init__(self, tmp_path: Path, url: str, *extra: str) -> None:
         self.project = tmp_path / "project"
         self.project.mkdir()
         self.sleeper = self.project / "sleeper.py"
@@ -61,7 +61,7 @@ class Run:
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "wizard", "run", "transactional-email", "--project",
-             str(self.project), "--ci", "--outcome-json", str(self.outcome_file)],
+             str(self.project), "--ci", "--outcome-json", str(self.outcome_file), *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
 
@@ -143,3 +143,31 @@ def test_a_stopped_pi_is_an_engine_failure_not_a_hang(
     assert "Log file: " in outcome["outro"]["body"]
     # Stopped during a command, only the stop tells; while streaming, silence tells as soon.
     assert "stopped" in outcome["reason"] or (during == "streaming" and "hung" in outcome["reason"])
+
+
+def test_a_signal_stops_every_task_of_an_orchestrated_run(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    plan = [
+        {"tool_call": {"name": "enqueue_task", "arguments": {"type": t, "label": t, "id": t}}}
+        for t in ("check", "client")
+    ]
+    url, _ = gateway_process(
+        {
+            "conversations": [
+                {"match": "# Plan the setup", "responses": [{"blocks": plan}, {"blocks": []}]},
+                {"match": "# Task check:", "responses": [STREAMING]},
+                {"match": "# Task client:", "responses": [BASH]},
+            ]
+        }
+    )
+    run = Run(tmp_path, url, "--sequence", "orchestrator")
+    run.wait_until(lambda: len(pi_processes_in(run.project)) == 2, "both tasks' pi")
+    run.wait_until(lambda: bool(_commands_in(run.project)), "the command start")
+    run.process.send_signal(signal.SIGTERM)
+    returncode, outcome = run.finish()  # no pi, no command, no temp folder left
+    assert (returncode, outcome["status"], outcome["sequence"]) == (
+        143,
+        "cancelled",
+        "orchestrator",
+    )
