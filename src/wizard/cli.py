@@ -94,6 +94,14 @@ AllowInsecure = Annotated[
     ),
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
+NoSandbox = Annotated[
+    bool,
+    typer.Option(
+        "--no-sandbox",
+        help="Run the agent's commands without the OS sandbox (the fence alone; unsafe).  "
+        "[env var: WIZARD_SANDBOX=off]",
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -157,6 +165,7 @@ def _options(
     gateway: tuple[str | None, str | None, str | None, bool],
     verbose: bool,
     max_parallel: int | None,
+    no_sandbox: bool = False,
 ) -> LaunchOptions:
     from wizard.launch import LaunchOptions
     from wizard.programs.types import ProgramBinding
@@ -170,6 +179,7 @@ def _options(
         ci=ci,
         verbose=verbose,
         max_parallel=max_parallel,
+        no_sandbox=no_sandbox,
     )
 
 
@@ -189,6 +199,7 @@ def run(
     allow_insecure_gateway: AllowInsecure = False,
     verbose: Verbose = False,
     max_parallel: MaxParallel = None,
+    no_sandbox: NoSandbox = False,
 ) -> None:
     """Run a program on a project."""
     from wizard.programs import get_program
@@ -199,7 +210,16 @@ def run(
         raise _usage_error(exc, program, ci, outcome_json) from exc
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(
-        project, harness, sequence, model, skills_dir, ci, gateway, verbose, max_parallel
+        project,
+        harness,
+        sequence,
+        model,
+        skills_dir,
+        ci,
+        gateway,
+        verbose,
+        max_parallel,
+        no_sandbox,
     )
     _launch(config, options, outcome_json)
 
@@ -220,13 +240,23 @@ def skill(
     allow_insecure_gateway: AllowInsecure = False,
     verbose: Verbose = False,
     max_parallel: MaxParallel = None,
+    no_sandbox: NoSandbox = False,
 ) -> None:
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
 
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(
-        project, harness, sequence, model, skills_dir, ci, gateway, verbose, max_parallel
+        project,
+        harness,
+        sequence,
+        model,
+        skills_dir,
+        ci,
+        gateway,
+        verbose,
+        max_parallel,
+        no_sandbox,
     )
     _launch(skill_program(name), options, outcome_json)
 

@@ -55,6 +55,7 @@ class LaunchOptions:
     ci: bool = False
     verbose: bool = False
     max_parallel: int | None = None
+    no_sandbox: bool = False
 
 
 def new_run_id() -> str:
@@ -242,4 +243,5 @@ def _request(
         ask=ask,
         run_id=run_id,
         max_parallel=options.max_parallel,
+        no_sandbox=options.no_sandbox,
     )

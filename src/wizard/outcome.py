@@ -82,6 +82,10 @@ class Outcome:
     signal: int | None = None
     # An orchestrator run's queue as it ended: id, type, label, status, attempts, error type.
     tasks: tuple[Mapping[str, Any], ...] = ()
+    # Whether the agent's commands ran in the OS sandbox ("on") or with the fence alone.
+    sandbox: str | None = None
+    # What the user was warned of, such as a run without the sandbox.
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +22,7 @@ from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 from wizard.tools.base import HostTool
 from wizard.tools.fence import Fence
+from wizard.tools.sandbox import SandboxPolicy, build_policy
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -95,9 +98,17 @@ async def run_live(
     on_start: Callable[[PiSession], object] = lambda session: None,
     retries: int = 0,
     idle_timeout: float = 90.0,
+    sandbox: SandboxPolicy | bool | None = True,
     **launch_changes: Any,
 ) -> LiveRun:
-    """Run the pi harness on the real engine against `scenario`."""
+    """Run the pi harness on the real engine against `scenario`.
+
+    Commands run in the OS sandbox, as in a real run: a policy for `project` unless one is
+    given; `sandbox=False` runs them with the fence alone.
+    """
+    temp = Path(tempfile.mkdtemp(prefix="wizard-live-"))
+    if sandbox is True:
+        sandbox = build_policy(project, temp)
     recorder = EventRecorder()
     sessions: list[PiSession] = []
 
@@ -116,7 +127,11 @@ async def run_live(
             ),
             sink=recorder,
             tools=tools,
+            sandbox=sandbox or None,
         )
-        result = await PiHarness(session_factory=factory).run(inputs)
+        try:
+            result = await PiHarness(session_factory=factory).run(inputs)
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
         assert await gateway.settled()
     return LiveRun(result, gateway, recorder, [session_pid(s) for s in sessions], sessions)

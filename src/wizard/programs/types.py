@@ -8,6 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 POSTHOG_DOCS_URL = "https://posthog.com/docs"
+# The hosts a PostHog setup talks to: the sandbox lets the agent's commands reach them.
+POSTHOG_HOSTS = (
+    "us.i.posthog.com",
+    "eu.i.posthog.com",
+    "us.posthog.com",
+    "eu.posthog.com",
+    "app.posthog.com",
+)
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,8 @@ class ProgramConfig:
     report_file: str | None = None
     prompt_intro: str = ""
     orchestration: Orchestration = GENERIC_ORCHESTRATION
+    # Hosts the agent's commands may reach besides the package registries (the sandbox).
+    network_hosts: tuple[str, ...] = POSTHOG_HOSTS
 
     @property
     def failure_message(self) -> str:

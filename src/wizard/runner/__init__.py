@@ -12,7 +12,7 @@ import logging
 import tempfile
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wizard.config import number_setting
@@ -23,8 +23,9 @@ from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.pi.run import PiHarness
-from wizard.runner.harness.types import Harness
+from wizard.runner.harness.types import GatewaySettings, Harness
 from wizard.runner.journaling import RunJournal
+from wizard.runner.sandboxing import RunSandbox
 from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
 from wizard.runner.sequence.linear import run_linear
 from wizard.runner.sequence.orchestrator.runner import run_orchestrator
@@ -50,6 +51,8 @@ class RunRequest:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     # `--max-parallel`; unset, `WIZARD_MAX_PARALLEL_TASKS`, else 3.
     max_parallel: int | None = None
+    # `--no-sandbox`: commands run with the fence alone.
+    no_sandbox: bool = False
 
 
 def make_harness(name: str) -> Harness:
@@ -115,8 +118,31 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     gateway = resolve_gateway(request.gateway, request.environ)
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
+    project = request.project_dir.resolve()
+    sandbox = RunSandbox.open(
+        project,
+        request.run_id,
+        program.network_hosts,
+        request.environ,
+        request.sink,
+        off=request.no_sandbox,
+    )
+    try:
+        outcome = await _run(request, binding, gateway, harness, sandbox)
+    finally:
+        sandbox.close()
+    return replace(outcome, warnings=sandbox.warnings)
+
+
+async def _run(
+    request: RunRequest,
+    binding: Binding,
+    gateway: GatewaySettings,
+    harness: Harness,
+    sandbox: RunSandbox,
+) -> Outcome:
     context = RunContext(
-        program=program,
+        program=request.program,
         project_dir=request.project_dir.resolve(),
         binding=binding,
         gateway=gateway,
@@ -126,6 +152,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
         engine_timeout=number_setting(request.environ, "WIZARD_ENGINE_TIMEOUT", 150.0, float),
         run_id=request.run_id,
         max_parallel=_max_parallel(request),
+        sandbox=sandbox.policy,
     )
     try:
         await harness.prepare(lambda line: request.sink(LogLine(line)))

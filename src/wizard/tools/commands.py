@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.tools.base import Decision
+from wizard.tools.sandbox import SECRET_HOME_PATHS
 
 PACKAGE_MANAGERS = {"npm", "pnpm", "yarn", "bun", "pip", "pip3", "uv", "poetry", "pipenv"}
 PM_SUBCOMMANDS = {
@@ -46,9 +47,9 @@ HOSTILE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(^|\s)(sudo|su|doas)(\s|$)"), "running as another user"),
     (re.compile(r"(curl|wget)\b[^|]*\|\s*(ba|z|da|k)?sh\b"), "piping a download into a shell"),
     (re.compile(r"(ba|z|da|k)?sh\s+<\(\s*(curl|wget)"), "running a downloaded script"),
-    (re.compile(r"(~|\$HOME|/root|/home/[^/\s]+)/\.ssh\b|\bid_(rsa|ed25519|ecdsa)\b"),
-     "reading SSH keys"),
-    (re.compile(r"\.aws/credentials|\.netrc\b|\.docker/config\.json|\.npmrc\b|\.pypirc\b"),
+    (re.compile(r"\bid_(rsa|ed25519|ecdsa)\b"), "reading SSH keys"),
+    # The same credentials the OS sandbox closes to every command (one list, in sandbox.py).
+    (re.compile("|".join(rf"(^|[\s/~'\"=]){re.escape(p)}\b" for p in SECRET_HOME_PATHS)),
      "reading credentials"),
     (re.compile(r"\.(bashrc|bash_profile|zshrc|zprofile|profile|bash_login)\b"),
      "touching a shell profile"),
@@ -74,6 +75,9 @@ class CommandContext:
 
     check_path: Callable[[str], str | None]  # an error for a forbidden path, else None
     project_dir: Path
+    # The OS sandbox closes `.env*` files to every command: the fence's special cases that
+    # only guard them (recursive grep, rg over hidden files) are not needed then.
+    sandboxed: bool = False
 
 
 def hostile_reason(text: str) -> str | None:
@@ -123,6 +127,8 @@ def _check_simple(part: str, ctx: CommandContext) -> Decision:
             "git status/diff and read-only inspection.",
         )
     rule = _RULES.get(program)
+    if ctx.sandboxed and program in _ENV_ONLY_RULES:
+        rule = None
     if rule is not None and (reason := rule(args)):
         return Decision(False, f"Blocked: {reason}")
     if program == "rm" and any(_outside(arg, ctx) for arg in args if not arg.startswith("-")):
@@ -206,6 +212,8 @@ def _cp_mv(args: list[str]) -> str | None:
     )
 
 
+# Rules whose only purpose is to keep `.env*` contents out of a command's output.
+_ENV_ONLY_RULES = frozenset({"grep", "rg"})
 _RULES: dict[str, Callable[[list[str]], str | None]] = {
     "git": _git,
     "grep": _grep,

@@ -64,8 +64,11 @@ class Fence:
         *,
         disallowed_tools: Iterable[str] = (),
         max_calls: int = MAX_TOOL_CALLS,
+        sandboxed: bool = False,
     ) -> None:
         self.project_dir = project_dir.resolve()
+        # With the OS sandbox on, rules it enforces for commands are not repeated here.
+        self.sandboxed = sandboxed
         self.disallowed_tools = frozenset(disallowed_tools)
         self.max_calls = max_calls
         self.calls = 0
@@ -113,7 +116,8 @@ class Fence:
     def _check_bash(self, command: Any) -> Decision:
         if not isinstance(command, str) or not command.strip():
             return Decision(False, "bash needs a command.")
-        return check_command(command, CommandContext(self.path_error, self.project_dir))
+        context = CommandContext(self.path_error, self.project_dir, self.sandboxed)
+        return check_command(command, context)
 
     def _check_path_tool(self, tool: str, raw: Any) -> Decision:
         if not isinstance(raw, str) or not raw:

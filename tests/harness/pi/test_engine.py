@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -59,18 +58,20 @@ def test_npm_failure_shows_its_output(fake_path: Path) -> None:
     assert "npm ci failed (exit 1)" in message and "npm error 404 Not Found" in message
     assert "wizard engines install pi" in message
     assert engine.installed_pi() is None
-    assert not (Path(os.environ["WIZARD_ENGINES_DIR"]) / f"pi-{engine.PI_VERSION}").exists()
+    assert not engine.pi_prefix().exists()
 
 
-def test_the_shipped_lockfile_pins_pi_exactly() -> None:
+def test_the_shipped_lockfile_pins_pi_and_the_sandbox_runtime_exactly() -> None:
     import json
     from importlib import resources
 
     lock = resources.files("wizard.runner.harness.pi") / "engine_lock"
     manifest = json.loads((lock / "package.json").read_text())
-    assert manifest["dependencies"] == {engine.PI_PACKAGE: engine.PI_VERSION}
+    pinned = {engine.PI_PACKAGE: engine.PI_VERSION, engine.SANDBOX_PACKAGE: engine.SANDBOX_VERSION}
+    assert manifest["dependencies"] == pinned
     packages = json.loads((lock / "package-lock.json").read_text())["packages"]
-    assert packages[f"node_modules/{engine.PI_PACKAGE}"]["version"] == engine.PI_VERSION
+    for name, version in pinned.items():
+        assert packages[f"node_modules/{name}"]["version"] == version
 
 
 def test_npm_progress_reports_what_npm_reports(fake_path: Path) -> None:
@@ -89,6 +90,9 @@ def test_status_says_node_is_missing_when_pi_is_installed(fake_path: Path) -> No
     cli = prefix / "node_modules" / engine.PI_PACKAGE / "dist" / "cli.js"
     cli.parent.mkdir(parents=True)
     cli.write_text("")
+    sandbox = prefix / "node_modules" / engine.SANDBOX_PACKAGE / "dist" / "index.js"
+    sandbox.parent.mkdir(parents=True)
+    sandbox.write_text("")
     (prefix / ".complete").write_text(engine.PI_VERSION)
     result = CliRunner().invoke(app, ["engines", "status"])
     assert result.exit_code == 0

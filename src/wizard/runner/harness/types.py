@@ -17,6 +17,7 @@ from wizard.outcome import AgentResult
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.tools.base import HostTool
 from wizard.tools.fence import Fence
+from wizard.tools.sandbox import SandboxPolicy
 
 GatewayApi = Literal["anthropic-messages", "openai-completions"]
 
@@ -106,6 +107,8 @@ class RunInputs:
     task_list: bool = True
     # Added to the run's `agent completed` / `agent aborted` analytics events.
     analytics: Mapping[str, Any] = field(default_factory=dict)
+    # The OS sandbox every command the agent runs is held in; None: the fence alone.
+    sandbox: SandboxPolicy | None = None
 
 
 @dataclass(frozen=True)

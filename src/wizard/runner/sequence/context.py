@@ -18,6 +18,7 @@ from wizard.tools.base import HostTool
 from wizard.tools.env import env_tools
 from wizard.tools.fence import Fence
 from wizard.tools.project import AskFunction, project_tools
+from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.skills import skill_tools
 
 DEFAULT_MAX_PARALLEL = 3
@@ -38,6 +39,8 @@ class RunContext:
     run_id: str = "run"
     # The orchestrator's limit on task runs at once (`--max-parallel`).
     max_parallel: int = DEFAULT_MAX_PARALLEL
+    # The OS sandbox of every command the agent runs; None with `--no-sandbox`.
+    sandbox: SandboxPolicy | None = None
 
     def outcome(
         self,
@@ -58,6 +61,7 @@ class RunContext:
             reason=reason,
             source=source,
             outro=outro,
+            sandbox="on" if self.sandbox is not None else "off",
         )
 
 

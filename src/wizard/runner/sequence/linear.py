@@ -50,6 +50,7 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             sink=ctx.sink,
             tools=host_tools(ctx),
             engine_timeout=ctx.engine_timeout,
+            sandbox=ctx.sandbox,
         )
     )
     return route_result(ctx, result)

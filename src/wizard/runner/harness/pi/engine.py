@@ -1,4 +1,6 @@
-"""Installing and finding the pi engine: npm `@mariozechner/pi-coding-agent`, exactly pinned.
+"""Installing and finding the pi engine: npm `@mariozechner/pi-coding-agent`, exactly pinned,
+with the sandbox runtime that wraps every command the agent runs
+(`@anthropic-ai/sandbox-runtime`, also pinned).
 
 The package ships `engine_lock/package.json` and `package-lock.json`; `npm ci` installs
 exactly that tree into a per-user cache directory (`$WIZARD_ENGINES_DIR`, else
@@ -20,6 +22,8 @@ from wizard.errors import EngineError, EngineInstallError
 
 PI_PACKAGE = "@mariozechner/pi-coding-agent"
 PI_VERSION = "0.73.1"
+SANDBOX_PACKAGE = "@anthropic-ai/sandbox-runtime"
+SANDBOX_VERSION = "0.0.83"
 MIN_NODE = (20, 6, 0)
 _NODE_HINT = (
     "Install Node.js ≥ 20.6 with npm (https://nodejs.org, or your system's packages, e.g. "
@@ -44,6 +48,11 @@ class PiEngine:
         """pi's SDK module, which wizard's host imports."""
         return self.cli.with_name("index.js")
 
+    @property
+    def sandbox_entry(self) -> Path:
+        """The sandbox runtime's library module, which wizard's host imports."""
+        return _sandbox_entry(self.prefix)
+
     def host_command(self) -> list[str]:
         """The argv that runs wizard's pi host (`host.mjs`) on this engine."""
         return [str(self.node), str(HOST_SCRIPT)]
@@ -58,8 +67,8 @@ def engines_dir() -> Path:
 
 
 def pi_prefix() -> Path:
-    """The npm prefix that holds the pinned pi."""
-    return engines_dir() / f"pi-{PI_VERSION}"
+    """The npm prefix that holds the pinned pi and the pinned sandbox runtime."""
+    return engines_dir() / f"pi-{PI_VERSION}+srt-{SANDBOX_VERSION}"
 
 
 def find_node() -> Path:
@@ -84,10 +93,18 @@ def _pi_cli(prefix: Path) -> Path:
     return prefix / "node_modules" / PI_PACKAGE / "dist" / "cli.js"
 
 
+def _sandbox_entry(prefix: Path) -> Path:
+    return prefix / "node_modules" / SANDBOX_PACKAGE / "dist" / "index.js"
+
+
 def pi_files_installed() -> bool:
     """Whether the pinned pi's files are installed (whether or not Node is there to run it)."""
     prefix = pi_prefix()
-    return _pi_cli(prefix).is_file() and (prefix / ".complete").is_file()
+    return (
+        _pi_cli(prefix).is_file()
+        and _sandbox_entry(prefix).is_file()
+        and (prefix / ".complete").is_file()
+    )
 
 
 def installed_pi() -> PiEngine | None:
@@ -112,7 +129,10 @@ def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
     lock = resources.files("wizard.runner.harness.pi") / "engine_lock"
     for name in ("package.json", "package-lock.json"):
         (staging / name).write_bytes((lock / name).read_bytes())
-    progress(f"Installing {PI_PACKAGE}@{PI_VERSION} into {prefix} ...")
+    progress(
+        f"Installing {PI_PACKAGE}@{PI_VERSION} and {SANDBOX_PACKAGE}@{SANDBOX_VERSION} "
+        f"into {prefix} ..."
+    )
     command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=http"]
     process = subprocess.Popen(
         command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

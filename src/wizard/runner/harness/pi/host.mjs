@@ -12,7 +12,8 @@
 //
 // It also owns what pi must do differently under wizard: host tools forwarded to wizard over
 // a Unix socket, the fence asked before every tool call (fail closed), bash children with an
-// allowlisted environment only, and atomic `write` / `edit` (temp file, fsync, rename).
+// allowlisted environment only and inside the OS sandbox (`@anthropic-ai/sandbox-runtime`,
+// with the policy wizard wrote), and atomic `write` / `edit` (temp file, fsync, rename).
 import { randomBytes } from "node:crypto";
 import { promises as fsp, constants as fsConstants, readFileSync } from "node:fs";
 import net from "node:net";
@@ -21,12 +22,20 @@ import { pathToFileURL } from "node:url";
 
 const PREVIEW_CHARS = 300;
 const launch = JSON.parse(readFileSync(process.env.WIZARD_PI_LAUNCH, "utf8"));
+let sandbox = null; // the sandbox runtime, once started (launch.sandbox)
 
 function die(message, code = 70) {
   process.stderr.write(`wizard pi host: ${message}\n`);
   process.exit(code);
 }
 
+/** Leave: stop the sandbox runtime's helpers (its proxy bridges) first, then exit. */
+async function leave(code = 0) {
+  await Promise.race([sandbox?.reset(), new Promise((resolve) => setTimeout(resolve, 2000))]);
+  process.exit(code);
+}
+
+process.on("SIGTERM", () => void leave(143));
 process.on("uncaughtException", (err) => die(err?.message ?? String(err)));
 process.on("unhandledRejection", (err) => die(err?.message ?? String(err)));
 // wizard went away: nobody is left to report to.
@@ -229,8 +238,28 @@ function builtinTools(pi, cwd) {
   });
   const bash = pi.createBashToolDefinition(cwd, {
     spawnHook: ({ command, cwd: dir, env }) => ({ command, cwd: dir, env: scrubbedEnv(env) }),
+    operations: sandbox ? sandboxedBash(pi) : undefined,
   });
   return [write, edit, bash];
+}
+
+// --- the OS sandbox: every command the agent runs, and all it starts ------------------------
+
+if (launch.sandbox) {
+  const runtime = await import(pathToFileURL(launch.sandbox.entry).href);
+  sandbox = runtime.SandboxManager;
+  await sandbox.initialize(launch.sandbox.config);
+}
+
+/** pi's own local shell, with each command wrapped by the sandbox runtime first. */
+function sandboxedBash(pi) {
+  const local = pi.createLocalBashOperations();
+  return {
+    exec: async (command, dir, options) => {
+      const wrapped = await sandbox.wrapWithSandbox(command);
+      return local.exec(launch.sandbox.prefix + wrapped, dir, options);
+    },
+  };
 }
 
 // --- the session ----------------------------------------------------------------------------
@@ -326,7 +355,7 @@ async function handle(command) {
       await session.abort();
       await respond(id, true);
       session.dispose();
-      return process.exit(0);
+      return leave(0);
     default:
       return respond(id, false, { error: `unknown command ${command.type}` });
   }
@@ -353,6 +382,6 @@ process.stdin.on("data", (chunk) => {
 });
 // stdin closed: wizard is done with this conversation.
 process.stdin.on("end", () => {
-  session.abort().finally(() => process.exit(0));
+  session.abort().finally(() => leave(0));
 });
 await send({ type: "ready" });

@@ -62,7 +62,11 @@ class _Run:
         self.inputs = inputs
         self.started = time.monotonic()
         self.store = TaskStore(inputs.sink)
-        self.fence = Fence(inputs.project_dir, disallowed_tools=inputs.disallowed_tools)
+        self.fence = Fence(
+            inputs.project_dir,
+            disallowed_tools=inputs.disallowed_tools,
+            sandboxed=inputs.sandbox is not None,
+        )
         # Set by the first stop marker or a critical fence violation: the turn ends now.
         self.halt = asyncio.Event()
         self.task = inputs if isinstance(inputs, TaskRunInputs) else None
@@ -166,6 +170,7 @@ class PiHarness:
             system_prompt=runtime_notes(task_list=inputs.task_list),
             notify=lambda message: inputs.sink(SpinnerMessage(message)),
             engine_timeout=inputs.engine_timeout,
+            sandbox=inputs.sandbox,
         )
 
     async def _converse(self, session: AgentSession, run: _Run) -> AgentResult:

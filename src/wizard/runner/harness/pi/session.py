@@ -50,6 +50,7 @@ from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
 from wizard.runner.harness.types import GatewaySettings, PromptResult, SessionStats
 from wizard.tools.fence import child_env
+from wizard.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ class PiLaunch:
     # pi not answering a command, or silent this long while a turn is open and no tool
     # runs, is an engine failure (longer than the gateway's idle timeout, which comes first).
     engine_timeout: float = 150.0
+    # The OS sandbox every command runs in; None runs commands with the fence alone.
+    sandbox: SandboxPolicy | None = None
 
 
 def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> dict[str, Any]:
@@ -186,6 +189,10 @@ class PiSession:
             "retries": 0,  # the proxy's retry policy is the only one
             "stallSeconds": launch.stall_seconds,
         }
+        if launch.sandbox is not None:
+            # This run's private folders are closed to its commands too.
+            private = launch.sandbox.denying(agent_dir, launch.bridge.socket_path.parent)
+            host["sandbox"] = {**private.host_spec(), "entry": str(engine.sandbox_entry)}
         (agent_dir / "launch.json").write_text(json.dumps(host))
         return agent_dir
 

@@ -100,6 +100,7 @@ class _Orchestrator:
             sink=ctx.sink,
             tools=all_tools,
             engine_timeout=ctx.engine_timeout,
+            sandbox=ctx.sandbox,
             **fields,
         )
 

@@ -1,0 +1,79 @@
+"""The OS sandbox's part in a run: its requirements, its policy, and what it leaves to clean.
+
+With the sandbox on (the default), a run that cannot have it stops before the agent starts,
+with the exact install command (exit 2). `--no-sandbox` / `WIZARD_SANDBOX=off` runs with the
+fence alone, after a loud warning that is also in the outcome.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.config import state_root
+from wizard.events import EventSink, LogLine
+from wizard.runlog import log_dir
+from wizard.tools.sandbox import (
+    SandboxPolicy,
+    build_policy,
+    check_sandbox,
+    process_cap,
+    remove_cgroup,
+    sandbox_enabled,
+)
+
+NO_SANDBOX_WARNING = (
+    "The OS sandbox is OFF (--no-sandbox / WIZARD_SANDBOX=off): commands the agent runs, and "
+    "scripts it writes, can read every file you can (.env files and credentials included) and "
+    "reach any host. Only the fence's checks of each command's text stand in the way."
+)
+
+
+@dataclass
+class RunSandbox:
+    """One run's sandbox: its policy (None when off), and the folders it made."""
+
+    policy: SandboxPolicy | None
+    temp_dir: Path | None = None
+    cgroup: Path | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the outcome must warn of."""
+        return () if self.policy is not None else (NO_SANDBOX_WARNING,)
+
+    @classmethod
+    def open(
+        cls,
+        project: Path,
+        run_id: str,
+        hosts: tuple[str, ...],
+        environ: Mapping[str, str],
+        sink: EventSink,
+        *,
+        off: bool = False,
+    ) -> RunSandbox:
+        """Check the sandbox can run and build its policy; a `UsageError` naming the fix."""
+        if not sandbox_enabled(environ, off):
+            sink(LogLine(NO_SANDBOX_WARNING, "warning"))
+            return cls(None)
+        check_sandbox()
+        temp_dir = Path(tempfile.mkdtemp(prefix=f"wizard-run-{run_id}-"))
+        prefix, cgroup = process_cap(run_id)
+        if not prefix:
+            sink(LogLine("the process count of commands is not capped here (root, no cgroup)"))
+        private = (state_root(), log_dir())
+        policy = build_policy(
+            project, temp_dir, hosts=hosts, environ=environ, private=private, cap_prefix=prefix
+        )
+        return cls(policy, temp_dir, cgroup)
+
+    def close(self) -> None:
+        """Remove the run's temp folder and cgroup."""
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.cgroup is not None:
+            remove_cgroup(self.cgroup)

@@ -1,0 +1,258 @@
+"""The OS sandbox's policy: what a command the agent runs may read, write and reach.
+
+The fence judges each tool call by its text; the sandbox makes the operating system enforce
+the boundary for everything that call starts, scripts the agent wrote included. Both take
+their rules from here, so they cannot drift apart:
+
+- **write**: the project, the run's temp folder, and the package-manager caches a setup
+  needs; nothing else;
+- **read denied**: `.env*` files anywhere in the project (the agent uses `check_env_keys` /
+  `set_env_values`), the user's credentials and shell histories, wizard's own state, logs and
+  engines, and the run's private folders (pi's agent folder, the host-tool bridge);
+- **network**: the package registries, the hosts the program declares, and
+  `WIZARD_SANDBOX_ALLOW_HOSTS`; everything else is denied, the gateway included (only wizard
+  talks to the gateway).
+
+pi's host enforces the policy with `@anthropic-ai/sandbox-runtime` (bubblewrap, socat and
+ripgrep on Linux; `sandbox-exec` on macOS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import UsageError
+
+# Credentials in the user's home: read denied to commands, and a critical refusal in the
+# fence when a command names one.
+SECRET_HOME_PATHS = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gcloud",
+    ".netrc",
+    ".docker/config.json",
+    ".kube",
+    ".npmrc",
+    ".pypirc",
+)
+HISTORY_FILES = (
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".local/share/fish/fish_history",
+)
+PACKAGE_CACHES = (
+    ".npm",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/pnpm",
+    ".local/share/pnpm",
+    ".cache/yarn",
+    ".yarn",
+    ".cargo/registry",
+    ".cargo/git",
+    ".bun/install/cache",
+)
+REGISTRY_HOSTS = (
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "pypi.org",
+    "files.pythonhosted.org",
+    "crates.io",
+    "index.crates.io",
+    "static.crates.io",
+)
+# Every command's process count is capped, so a fork bomb ends in its own failure.
+MAX_PROCESSES = 512
+LINUX_TOOLS = {"bwrap": "bubblewrap", "socat": "socat", "rg": "ripgrep"}
+_INSTALL = {
+    "apt-get": "sudo apt-get install {}",
+    "dnf": "sudo dnf install {}",
+    "pacman": "sudo pacman -S {}",
+    "zypper": "sudo zypper install {}",
+    "apk": "sudo apk add {}",
+}
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What every command of one run may read, write and reach."""
+
+    project: Path
+    write: tuple[str, ...]
+    deny_read: tuple[str, ...]
+    allow_hosts: tuple[str, ...]
+    # Run before each command, outside the sandbox: caps its process count (a cgroup with
+    # `pids.max`, else `ulimit -u`), so a fork bomb ends in its own failure.
+    cap_prefix: str = ""
+    home: Path = field(default_factory=Path.home)
+
+    def denying(self, *paths: Path | str) -> SandboxPolicy:
+        """This policy, with more paths closed to reading (a run's private folders)."""
+        return replace(self, deny_read=(*self.deny_read, *(str(p) for p in paths)))
+
+    def host_spec(self) -> dict[str, Any]:
+        """What pi's host needs: the runtime's settings, and the prefix of every command."""
+        config = {
+            "network": {"allowedDomains": list(self.allow_hosts), "deniedDomains": []},
+            "filesystem": {
+                "denyRead": list(self.deny_read),
+                "allowWrite": list(self.write),
+                "denyWrite": [],
+            },
+        }
+        return {"config": config, "prefix": self.cap_prefix}
+
+
+def build_policy(
+    project: Path,
+    temp_dir: Path,
+    *,
+    hosts: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+    private: Iterable[Path] = (),
+    home: Path | None = None,
+    cap_prefix: str = "",
+) -> SandboxPolicy:
+    """The policy for a run on `project`, with the program's `hosts` reachable."""
+    environ = os.environ if environ is None else environ
+    home = home or Path.home()
+    project = project.resolve()
+    extra_hosts = [h.strip() for h in environ.get("WIZARD_SANDBOX_ALLOW_HOSTS", "").split(",")]
+    deny = [
+        f"{project}/**/.env",
+        f"{project}/**/.env.*",
+        *(str(home / p) for p in (*SECRET_HOME_PATHS, *HISTORY_FILES)),
+        *(str(p) for p in private),
+    ]
+    return SandboxPolicy(
+        project=project,
+        write=(str(project), str(temp_dir), *(str(home / c) for c in PACKAGE_CACHES)),
+        deny_read=tuple(dict.fromkeys(deny)),
+        allow_hosts=tuple(dict.fromkeys([*REGISTRY_HOSTS, *hosts, *filter(None, extra_hosts)])),
+        cap_prefix=cap_prefix,
+        home=home,
+    )
+
+
+def sandbox_enabled(environ: Mapping[str, str], flag_off: bool) -> bool:
+    """Whether the run is sandboxed: yes, unless `--no-sandbox` or `WIZARD_SANDBOX=off`."""
+    return not flag_off and environ.get("WIZARD_SANDBOX", "on").strip().lower() not in (
+        "off",
+        "0",
+        "false",
+        "no",
+    )
+
+
+def missing_tools() -> list[str]:
+    """The packages the sandbox needs on this system and does not find."""
+    system = platform.system()
+    if system == "Darwin":
+        return [] if shutil.which("sandbox-exec") else ["sandbox-exec"]
+    return [package for tool, package in LINUX_TOOLS.items() if shutil.which(tool) is None]
+
+
+def check_sandbox() -> None:
+    """The sandbox can run here; a `UsageError` with the exact fix otherwise."""
+    system = platform.system()
+    if system not in ("Linux", "Darwin"):
+        raise UsageError(
+            f"The OS sandbox does not run on {system}.",
+            "Run with --no-sandbox (or WIZARD_SANDBOX=off) to rely on the fence alone.",
+        )
+    missing = missing_tools()
+    if missing:
+        raise UsageError(
+            f"The OS sandbox needs {', '.join(missing)}; not found on this system.",
+            f"Install: `{install_command(missing)}`. Or run with --no-sandbox "
+            "(WIZARD_SANDBOX=off) to rely on the fence alone.",
+        )
+    if system == "Linux":
+        probe = subprocess.run(
+            ["bwrap", "--ro-bind", "/", "/", "--unshare-user", "--unshare-net", "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if probe.returncode != 0:
+            raise UsageError(
+                f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()}",
+                "Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+                "or the AppArmor bwrap profile), or run with --no-sandbox.",
+            )
+
+
+def install_command(packages: Iterable[str]) -> str:
+    """The command that installs `packages` with this system's package manager."""
+    names = " ".join(packages)
+    for manager, command in _INSTALL.items():
+        if shutil.which(manager):
+            return command.format(names)
+    return _INSTALL["apt-get"].format(names)
+
+
+def process_cap(run_id: str) -> tuple[str, Path | None]:
+    """The command prefix that caps a command's processes, and the cgroup it joins (if any).
+
+    A cgroup with `pids.max` where wizard may make one; else `ulimit -u` above the user's
+    current count (which root ignores, so root without a cgroup gets no cap: "").
+    """
+    group = pids_cgroup(run_id)
+    if group is not None:
+        return f"echo $$ > '{group}/cgroup.procs' && ", group
+    if os.geteuid() != 0:
+        mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
+        return f"ulimit -u {mine + MAX_PROCESSES} && ", None
+    return "", None
+
+
+def _owned(proc: Path) -> bool:
+    try:
+        return proc.stat().st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
+def pids_cgroup(run_id: str) -> Path | None:
+    """A cgroup capped at `MAX_PROCESSES` for the run's commands, if wizard may make one."""
+    for root in (Path("/sys/fs/cgroup/pids"), _own_v2_cgroup()):
+        if root is None or not root.is_dir():
+            continue
+        group = root / f"wizard-{run_id}"
+        try:
+            group.mkdir(exist_ok=True)
+            (group / "pids.max").write_text(str(MAX_PROCESSES))
+        except OSError:
+            continue
+        return group
+    return None
+
+
+def _own_v2_cgroup() -> Path | None:
+    try:
+        line = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    unified = next((entry.split(":", 2)[2] for entry in line if entry.startswith("0::")), None)
+    if unified is None:
+        return None
+    return Path("/sys/fs/cgroup") / unified.lstrip("/")
+
+
+def remove_cgroup(group: Path) -> None:
+    """Remove a run's cgroup once its commands are gone."""
+    with contextlib.suppress(OSError):
+        group.rmdir()

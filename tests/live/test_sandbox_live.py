@@ -1,0 +1,211 @@
+"""The OS sandbox, executed for real: scripts the agent writes and runs through pi cannot read
+a secret, write outside the project, reach a host, fork without bound, or outlive their
+command. Each script reports `CASE-<name>: BLOCKED` or `CASE-<name>: LEAKED`; nothing secret
+may reach any request the scripted gateway received, and the disk outside is unchanged.
+
+The fence lets every one of these commands through (`python3 file.py`, `node file.js`,
+`npm run NAME`): only the sandbox stands in their way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.live.conftest import LiveRun, run_live
+from wizard.tools.sandbox import MAX_PROCESSES, build_policy, process_cap, remove_cgroup
+
+pytestmark = pytest.mark.live
+
+ENV_SECRET = "ENV-SECRET-4711"
+SSH_SECRET = "SSH-SECRET-0815"
+
+
+def _report(name: str, body: str) -> str:
+    """A Python script that runs `body`; an exception means the sandbox blocked it."""
+    indented = "\n".join("    " + line for line in body.splitlines())
+    return (
+        "import os, subprocess, sys, time, urllib.request\n"
+        "try:\n"
+        f"{indented}\n"
+        f"    print('CASE-{name}: LEAKED', result)\n"
+        "except Exception as exc:\n"
+        f"    print('CASE-{name}: BLOCKED', type(exc).__name__)\n"
+    )
+
+
+def scripts(port: int) -> dict[str, str]:
+    return {
+        "env.py": _report("env", "result = open('.' + 'env').read()"),
+        "nested.py": _report("nested", "result = open('config/.env.' + 'local').read()"),
+        "ssh.py": _report("ssh", "result = open(os.path.expanduser('~/.s' + 'sh/id_rsa')).read()"),
+        "escape.py": _report(
+            "escape", "open('out/pwned.txt', 'w').write('x')\nresult = 'wrote outside'"
+        ),
+        "net.py": _report(
+            "net", f"result = urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=5).read()"
+        ),
+        "bg.py": "import subprocess\nsubprocess.Popen(['sleep', '313'], start_new_session=True)\n"
+        "print('CASE-bg: started')\n",
+        "fork.py": f"import os, time\nkids = 0\ntry:\n    for _ in range(5 * {MAX_PROCESSES}):\n"
+        "        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n"
+        "        kids += 1\nexcept OSError as exc:\n    print('CASE-fork: BLOCKED after', kids)\n"
+        "else:\n    print('CASE-fork: LEAKED', kids)\n",
+        "x.js": "try { console.log('CASE-node: LEAKED', require('fs').readFileSync('.e' + 'nv', "
+        "'utf8')) } catch (e) { console.log('CASE-node: BLOCKED', e.code) }\n",
+        "package.json": json.dumps(
+            {"name": "app", "scripts": {"leak": "cat .e''nv || echo CASE-npm: BLOCKED"}}
+        ),
+    }
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments": arguments}}
+
+
+def bash(command: str) -> dict[str, Any]:
+    return call("bash", command=command)
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[str]]]:
+    """A server on 127.0.0.1 that records every request it sees."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"reached")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], seen
+    server.shutdown()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A throwaway HOME with an SSH key in it."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(SSH_SECRET)
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+def _sleepers() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == b"sleep\x00313\x00":
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def test_scripts_the_agent_writes_are_held_in_the_sandbox(
+    tmp_path: Path, home: Path, listener: tuple[int, list[str]]
+) -> None:
+    port, seen = listener
+    project = tmp_path / "project"
+    (project / "config").mkdir(parents=True)
+    (project / ".env").write_text(f"SECRET={ENV_SECRET}\n")
+    (project / "config" / ".env.local").write_text(f"OTHER={ENV_SECRET}\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "out").symlink_to(outside)
+    prefix, cgroup = process_cap("live-sandbox")
+    if not prefix:
+        pytest.skip("no way to cap processes here (root without a writable cgroup)")
+    policy = build_policy(project, tmp_path / "run-tmp", cap_prefix=prefix)
+    (tmp_path / "run-tmp").mkdir()
+    runs = [
+        "python3 env.py", "python3 nested.py", "python3 ssh.py", "python3 escape.py",
+        "python3 net.py", "node x.js", "npm run leak", "python3 bg.py",
+    ]  # fmt: skip
+    scenario = {
+        "responses": [
+            {"blocks": [call("write", path=n, content=c) for n, c in scripts(port).items()]},
+            {"blocks": [bash(command) for command in runs]},
+            {"blocks": [bash("python3 fork.py")]},
+            {"blocks": [{"text": "Done."}]},
+            {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
+        ]
+    }
+    try:
+        live = await run_live(project, scenario, sandbox=policy)
+    finally:
+        if cgroup is not None:
+            remove_cgroup(cgroup)
+    assert live.result.ok, live.result
+    results, sent = _tool_results(live), _everything_sent(live)
+    for case in ("env", "nested", "ssh", "escape", "net", "node", "npm", "fork"):
+        assert f"CASE-{case}: BLOCKED" in results, (case, results)
+    assert "LEAKED" not in results
+    assert ENV_SECRET not in sent and SSH_SECRET not in sent
+    assert "CASE-bg: started" in results
+    assert list(outside.iterdir()) == []  # nothing written through the symlink
+    assert seen == []  # the local server saw no request
+    assert _sleepers() == []  # the background process ended with its command
+    await asyncio.sleep(0)
+    live.assert_no_process_left()
+
+
+def _everything_sent(live: LiveRun) -> str:
+    """Every request body the gateway received, as one text."""
+    return "\n".join(json.dumps(r.body) for r in live.gateway.requests)
+
+
+def _tool_results(live: LiveRun) -> str:
+    """What the commands gave back to the model: the tool results of the last request."""
+    body = live.gateway.requests[-1].body or {}
+    results = [
+        block
+        for message in body.get("messages", [])
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    return json.dumps(results)
+
+
+async def test_the_gateway_is_out_of_reach_of_commands(tmp_path: Path, home: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    probe = _report(
+        "gateway",
+        "url = open('target').read().strip()\n"
+        "result = urllib.request.urlopen(url, timeout=5).status",
+    )
+    scenario = {
+        "responses": [
+            {"blocks": [call("write", path="probe.py", content=probe)]},
+            {"blocks": [bash("python3 probe.py")]},
+            {"blocks": [{"text": "Done."}]},
+            {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
+        ]
+    }
+
+    def target(session: Any) -> None:  # pi's gateway address, where the script can read it
+        (project / "target").write_text(f"{session._proxy.url}/v1/messages")
+
+    live = await run_live(project, scenario, on_start=target)
+    assert "CASE-gateway: BLOCKED" in _tool_results(live)
+    assert len(live.gateway.requests) == 4  # only pi's own requests reached it
+    assert os.environ["HOME"] == str(home)
