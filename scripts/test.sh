@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Installs everything the tests need into .venv (Python packages and the pinned pi engine),
-# then runs lint, format check, type check and the whole test suite, live engine tests included.
+# Installs everything the tests need (the sandbox's Debian packages; Python packages and the
+# pinned pi engine into .venv), then runs lint, format check, type check and the whole test
+# suite, live engine tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The OS sandbox needs bubblewrap, socat and ripgrep on Linux (the live tests run inside it).
+if [ "$(uname -s)" = Linux ] && ! { command -v bwrap && command -v socat && command -v rg; } >/dev/null; then
+  as_root=""; [ "$(id -u)" = 0 ] || as_root="sudo"
+  install="$as_root apt-get install -y -q bubblewrap socat ripgrep"
+  $install >/dev/null || { $as_root apt-get update -q >/dev/null && $install >/dev/null; }
+fi
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'

@@ -397,6 +397,20 @@ def undo(
     )
 
 
+@app.command()
+def doctor() -> None:
+    """Check Node, pi, the OS sandbox, the SDK and the gateway settings; exit 1 if one fails."""
+    from wizard.config import with_config
+    from wizard.doctor import run_checks
+    from wizard.ui.console import make_console
+    from wizard.ui.tables import doctor_table
+
+    checks = run_checks(with_config(os.environ))
+    make_console().print(doctor_table(checks))
+    if any(check.ok is False for check in checks):
+        raise typer.Exit(1)
+
+
 @engines_app.command("install")
 def engines_install(
     engine: Annotated[str, typer.Argument(help="The engine to install: pi.")] = "pi",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
+from wizard.doctor import Check
 from wizard.journal import RunRecord
 from wizard.programs.types import ProgramConfig
 from wizard.skills.sources import SkillEntry
@@ -45,4 +46,17 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
         how = f"{record.program}\n{record.harness or '-'} · {record.sequence or '-'}"
         started = record.started_at[:16].replace("T", " ")
         table.add_row(record.run_id, started, how, outcome, str(len(record.changed)))
+    return table
+
+
+def doctor_table(checks: list[Check]) -> Table:
+    """The checks of `wizard doctor`: what was found, and the fix where one is needed."""
+    table = Table(title="wizard doctor", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("", no_wrap=True)
+    table.add_column("check", style="bold", no_wrap=True)
+    table.add_column("found", overflow="fold")
+    table.add_column("fix", overflow="fold")
+    marks = {True: "ok", False: "FAIL", None: "-"}
+    for check in checks:
+        table.add_row(marks[check.ok], check.name, check.detail, check.fix)
     return table

@@ -1,0 +1,77 @@
+"""`wizard doctor`: what a run needs, checked in one place, as rows the CLI prints.
+
+Each check is a value (`Check`): what was looked at, whether it is fine, what was found, and
+the fix when it is not. Nothing here changes the machine.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from wizard.errors import WizardError
+from wizard.runner.gateway import GatewayFlags, resolve_gateway
+from wizard.runner.harness.pi import engine
+from wizard.tools.sandbox import check_sandbox, sandbox_enabled
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report; `ok` None means informational (it fails nothing)."""
+
+    name: str
+    ok: bool | None
+    detail: str
+    fix: str = ""
+
+
+def _node() -> Check:
+    try:
+        return Check("Node.js", True, str(engine.find_node()))
+    except WizardError as exc:
+        return Check("Node.js", False, exc.message, exc.hint or "")
+
+
+def _pi() -> Check:
+    prefix = engine.pi_prefix()
+    if engine.pi_files_installed():
+        detail = (
+            f"{engine.PI_VERSION} with the sandbox runtime {engine.SANDBOX_VERSION}, in {prefix}"
+        )
+        return Check("pi engine", True, detail)
+    return Check("pi engine", False, "not installed", "wizard engines install pi")
+
+
+def _sandbox(environ: Mapping[str, str]) -> Check:
+    if not sandbox_enabled(environ, False):
+        return Check("OS sandbox", False, "off (WIZARD_SANDBOX=off)", "unset WIZARD_SANDBOX")
+    try:
+        check_sandbox()
+    except WizardError as exc:
+        return Check("OS sandbox", False, exc.message, exc.hint or "")
+    tools = "sandbox-exec" if platform.system() == "Darwin" else "bubblewrap, socat, ripgrep"
+    return Check("OS sandbox", True, f"ready ({tools})")
+
+
+def _sdk() -> Check:
+    try:
+        version = importlib.metadata.version("claude-agent-sdk")
+    except importlib.metadata.PackageNotFoundError:
+        return Check("Claude Agent SDK", None, "not installed (only the anthropic harness uses it)")
+    return Check("Claude Agent SDK", None, version)
+
+
+def _gateway(environ: Mapping[str, str]) -> Check:
+    try:
+        gateway = resolve_gateway(GatewayFlags(), environ)
+    except WizardError as exc:
+        return Check("gateway", False, exc.message, exc.hint or "")
+    key = "a key is set" if gateway.key else "no key"
+    return Check("gateway", True, f"{gateway.url} ({gateway.api}, {key})")
+
+
+def run_checks(environ: Mapping[str, str]) -> list[Check]:
+    """Every check, in the order a run needs them."""
+    return [_node(), _pi(), _sandbox(environ), _sdk(), _gateway(environ)]

@@ -1,0 +1,79 @@
+"""The sandbox through the `wizard` command: what a run without it, or without its tools, says."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import ci_lines, wizard_env
+
+pytestmark = pytest.mark.live
+
+DONE = {
+    "responses": [
+        {
+            "blocks": [
+                {"tool_call": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}}}
+            ]
+        },
+        {"blocks": [{"text": "Done."}]},
+        {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
+    ]
+}
+
+
+def _wizard(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "wizard", "run", "transactional-email", "--project", str(project),
+         "--ci", "--outcome-json", str(tmp_path / "outcome.json"), *args],
+        capture_output=True, text=True, env=env, timeout=240,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_run_without_the_sandbox_warns_and_says_so_in_the_outcome(
+    tmp_path: Path, gateway_process: Any, how: str
+) -> None:
+    url, _ = gateway_process(DONE)
+    extra = {"WIZARD_SANDBOX": "off"} if how == "env" else {}
+    args = ("--no-sandbox",) if how == "flag" else ()
+    proc = _wizard(tmp_path, wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, **extra), *args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    assert outcome["sandbox"] == "off"
+    assert "OS sandbox is OFF" in outcome["warnings"][0]
+    logged = [line for line in ci_lines(proc.stdout) if line["event"] == "log"]
+    assert any(line["level"] == "warning" and "OFF" in line["message"] for line in logged)
+
+
+def test_a_sandboxed_run_says_so(tmp_path: Path, gateway_process: Any) -> None:
+    url, _ = gateway_process(DONE)
+    proc = _wizard(tmp_path, wizard_env(tmp_path, WIZARD_GATEWAY_URL=url))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    assert (outcome["sandbox"], outcome["warnings"]) == ("on", [])
+
+
+def test_missing_sandbox_tools_stop_the_run_before_it_starts(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # everything on PATH but bubblewrap, socat and ripgrep
+    bin_dir.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for entry in Path(folder).glob("*") if Path(folder).is_dir() else []:
+            target = bin_dir / entry.name
+            if entry.name not in ("bwrap", "socat", "rg") and not target.exists():
+                target.symlink_to(entry)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9", PATH=str(bin_dir))
+    proc = _wizard(tmp_path, env)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "needs bubblewrap, socat, ripgrep" in proc.stderr
+    assert "apt-get install bubblewrap socat ripgrep" in proc.stderr
+    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    assert outcome["status"] == "usage_error"

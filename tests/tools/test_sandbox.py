@@ -1,0 +1,133 @@
+"""The sandbox policy: one set of rules, what the runtime is given, and what a run needs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wizard.errors import UsageError
+from wizard.events import EventRecorder, LogLine
+from wizard.runner.sandboxing import NO_SANDBOX_WARNING, RunSandbox
+from wizard.tools import sandbox
+from wizard.tools.fence import Fence
+from wizard.tools.sandbox import (
+    PACKAGE_CACHES,
+    REGISTRY_HOSTS,
+    SECRET_HOME_PATHS,
+    build_policy,
+    check_sandbox,
+    process_cap,
+    remove_cgroup,
+    sandbox_enabled,
+)
+
+
+def test_the_policy_writes_only_the_project_temp_and_caches(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    policy = build_policy(tmp_path / "p", tmp_path / "t", home=home, environ={})
+    project = str((tmp_path / "p").resolve())
+    assert policy.write == (project, str(tmp_path / "t"), *(str(home / c) for c in PACKAGE_CACHES))
+    assert f"{project}/**/.env" in policy.deny_read and f"{project}/**/.env.*" in policy.deny_read
+    for secret in SECRET_HOME_PATHS:
+        assert str(home / secret) in policy.deny_read
+    assert str(home / ".bash_history") in policy.deny_read
+
+
+def test_the_network_allows_registries_program_hosts_and_the_setting(tmp_path: Path) -> None:
+    environ = {"WIZARD_SANDBOX_ALLOW_HOSTS": "git.example.com, ,cdn.example.com"}
+    policy = build_policy(tmp_path, tmp_path, hosts=("us.i.posthog.com",), environ=environ)
+    assert policy.allow_hosts == (
+        *REGISTRY_HOSTS, "us.i.posthog.com", "git.example.com", "cdn.example.com"
+    )  # fmt: skip
+    config = policy.host_spec()["config"]
+    assert config["network"]["allowedDomains"] == list(policy.allow_hosts)
+    assert config["filesystem"]["allowWrite"] == list(policy.write)
+
+
+def test_a_runs_private_folders_are_closed_too(tmp_path: Path) -> None:
+    policy = build_policy(tmp_path, tmp_path, environ={}, private=[tmp_path / "state"])
+    closed = policy.denying(tmp_path / "agent")
+    assert str(tmp_path / "state") in policy.deny_read
+    assert closed.deny_read[-1] == str(tmp_path / "agent")
+    assert str(tmp_path / "agent") not in policy.deny_read  # a new value; the old one unchanged
+
+
+@pytest.mark.parametrize(
+    ("environ", "flag", "on"),
+    [({}, False, True), ({}, True, False), ({"WIZARD_SANDBOX": "off"}, False, False),
+     ({"WIZARD_SANDBOX": "0"}, False, False), ({"WIZARD_SANDBOX": "on"}, False, True)],
+)  # fmt: skip
+def test_the_sandbox_is_on_unless_turned_off(environ: dict[str, str], flag: bool, on: bool) -> None:
+    assert sandbox_enabled(environ, flag) is on
+
+
+def test_missing_tools_stop_the_run_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sandbox.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(sandbox.shutil, "which", _which_without(shutil.which, "bwrap", "rg", "dnf"))
+    with pytest.raises(UsageError) as raised:
+        check_sandbox()
+    assert "needs bubblewrap, ripgrep" in raised.value.message
+    assert "apt-get install bubblewrap ripgrep" in (raised.value.hint or "")
+    assert "--no-sandbox" in (raised.value.hint or "")
+
+
+def _which_without(real: object, *names: str) -> object:
+    def which(name: str) -> str | None:
+        if name in names:
+            return None
+        return "/usr/bin/apt-get" if name == "apt-get" else real(name)  # type: ignore[operator]
+
+    return which
+
+
+def test_off_warns_loudly_and_builds_no_policy(tmp_path: Path) -> None:
+    recorder = EventRecorder()
+    run = RunSandbox.open(tmp_path, "r1", (), {"WIZARD_SANDBOX": "off"}, recorder)
+    assert run.policy is None and run.warnings == (NO_SANDBOX_WARNING,)
+    (warning,) = [e for e in recorder.events if isinstance(e, LogLine)]
+    assert warning.level == "warning" and "OFF" in warning.message
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_run_sandbox_makes_and_removes_its_folders(tmp_path: Path) -> None:
+    run = RunSandbox.open(tmp_path, "r2", ("us.i.posthog.com",), {}, EventRecorder())
+    assert run.policy is not None and run.temp_dir is not None and run.temp_dir.is_dir()
+    assert str(run.temp_dir) in run.policy.write
+    run.close()
+    assert not run.temp_dir.exists()
+    assert run.cgroup is None or not run.cgroup.exists()
+
+
+def test_the_process_cap_joins_a_cgroup_or_sets_ulimit() -> None:
+    prefix, group = process_cap("unit-test")
+    try:
+        if group is not None:
+            assert prefix == f"echo $$ > '{group}/cgroup.procs' && "
+            assert (group / "pids.max").read_text().strip() == str(sandbox.MAX_PROCESSES)
+        elif os.geteuid() != 0:
+            assert prefix.startswith("ulimit -u ")
+        else:
+            assert prefix == ""
+    finally:
+        if group is not None:
+            remove_cgroup(group)
+
+
+def test_the_fence_leaves_env_only_rules_to_the_sandbox(tmp_path: Path) -> None:
+    plain, sandboxed = Fence(tmp_path), Fence(tmp_path, sandboxed=True)
+    for command in ("grep -r TODO src", "rg --hidden TODO"):
+        assert not plain.check("bash", {"command": command}).allow
+        assert sandboxed.check("bash", {"command": command}).allow
+    # What the fence explains or ends the run for stays, sandbox or not.
+    assert not sandboxed.check("bash", {"command": "cat .env"}).allow
+
+
+@pytest.mark.parametrize("secret", SECRET_HOME_PATHS)
+def test_naming_a_credential_is_critical_from_the_same_list(tmp_path: Path, secret: str) -> None:
+    decision = Fence(tmp_path, sandboxed=True).check("bash", {"command": f"cat ~/{secret}"})
+    assert not decision.allow and decision.critical
