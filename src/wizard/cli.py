@@ -279,7 +279,12 @@ def demo(
     import shutil
     import tempfile
 
-    from wizard.demo.run import demo_services, print_demo_intro, show_changes
+    from wizard.demo.run import (
+        demo_sandbox_available,
+        demo_services,
+        print_demo_intro,
+        show_changes,
+    )
     from wizard.demo.sample import DEMO_MODEL, DEMO_PROGRAM, prepare_demo
     from wizard.programs import get_program
 
@@ -289,7 +294,8 @@ def demo(
     except WizardError as exc:
         shutil.rmtree(workdir, ignore_errors=True)
         raise _usage_error(exc, "demo", ci, outcome_json) from exc
-    print_demo_intro(setup, ci)
+    sandboxed = demo_sandbox_available()
+    print_demo_intro(setup, ci, sandboxed)
     options = _options(
         setup.project,
         "pi",
@@ -300,6 +306,7 @@ def demo(
         (None, None, None, False),
         verbose,
         None,
+        no_sandbox=not sandboxed,
     )
     _launch(
         get_program(DEMO_PROGRAM),

@@ -62,18 +62,36 @@ def test_a_sandboxed_run_says_so(tmp_path: Path, gateway_process: Any) -> None:
     assert (outcome["sandbox"], outcome["warnings"]) == ("on", [])
 
 
-def test_missing_sandbox_tools_stop_the_run_before_it_starts(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"  # everything on PATH but bubblewrap, socat and ripgrep
+def _path_without(tmp_path: Path, *names: str) -> str:
+    """A PATH with everything on this one but `names`."""
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for folder in os.environ["PATH"].split(os.pathsep):
         for entry in Path(folder).glob("*") if Path(folder).is_dir() else []:
             target = bin_dir / entry.name
-            if entry.name not in ("bwrap", "socat", "rg") and not target.exists():
+            if entry.name not in names and not target.exists():
                 target.symlink_to(entry)
-    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9", PATH=str(bin_dir))
+    return str(bin_dir)
+
+
+def test_missing_sandbox_tools_stop_the_run_before_it_starts(tmp_path: Path) -> None:
+    path = _path_without(tmp_path, "bwrap", "socat", "rg")
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9", PATH=path)
     proc = _wizard(tmp_path, env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "needs bubblewrap, socat, ripgrep" in proc.stderr
     assert "apt-get install bubblewrap socat ripgrep" in proc.stderr
     outcome = json.loads((tmp_path / "outcome.json").read_text())
     assert outcome["status"] == "usage_error"
+
+
+def test_the_demo_runs_without_the_sandbox_tools_and_says_so(tmp_path: Path) -> None:
+    path = _path_without(tmp_path, "bwrap", "socat", "rg")
+    env = wizard_env(tmp_path, PATH=path, TMPDIR=str(tmp_path))  # the demo keeps its project
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "demo", "--ci"],
+        capture_output=True, text=True, env=env, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "The OS sandbox is not available here" in proc.stderr
+    assert ci_lines(proc.stdout)[-1]["sandbox"] == "off"

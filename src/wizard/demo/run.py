@@ -7,9 +7,11 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from wizard.demo.sample import DemoSetup, project_diff
+from wizard.errors import WizardError
 from wizard.outcome import Outcome
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.testing.gateway import ScriptedGateway
+from wizard.tools.sandbox import check_sandbox
 from wizard.ui.console import make_console
 from wizard.ui.diff import render_diff
 
@@ -29,7 +31,16 @@ async def demo_services(setup: DemoSetup) -> AsyncIterator[Mapping[str, str]]:
         }
 
 
-def print_demo_intro(setup: DemoSetup, ci: bool) -> None:
+def demo_sandbox_available() -> bool:
+    """Whether the OS sandbox can run here; the demo's scripted model runs without it if not."""
+    try:
+        check_sandbox()
+    except WizardError:
+        return False
+    return True
+
+
+def print_demo_intro(setup: DemoSetup, ci: bool, sandboxed: bool = True) -> None:
     """Say plainly what is real and what is scripted."""
     console = make_console(sys.stderr if ci else sys.stdout)
     console.print(
@@ -38,6 +49,11 @@ def print_demo_intro(setup: DemoSetup, ci: bool) -> None:
         "so no API key is needed.\nThe pi engine, its tools and the file edits are real, on a "
         f"copy of a sample project in {setup.project}."
     )
+    if not sandboxed:
+        console.print(
+            "The OS sandbox is not available here (run `wizard doctor`); the demo's recorded "
+            "commands run with the fence alone. Real runs need the sandbox."
+        )
 
 
 def show_changes(setup: DemoSetup, outcome: Outcome, ci: bool) -> None:
