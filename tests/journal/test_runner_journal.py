@@ -51,11 +51,12 @@ async def test_a_run_is_journaled(tmp_path: Path) -> None:
 async def test_without_git_the_run_goes_on_and_says_undo_is_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bin_dir = tmp_path / "bin"  # node only: the engine can start, git cannot be found
+    bin_dir = tmp_path / "bin"  # node and the sandbox's tools only: git cannot be found
     bin_dir.mkdir()
-    node = shutil.which("node")
-    assert node is not None
-    os.symlink(node, bin_dir / "node")
+    for tool in ("node", "bwrap", "socat", "rg"):
+        found = shutil.which(tool)
+        assert found is not None, tool
+        os.symlink(found, bin_dir / tool)
     monkeypatch.setenv("PATH", str(bin_dir))
     project = tmp_path / "project"
     project.mkdir()

@@ -22,6 +22,7 @@ from wizard.runner.sequence.orchestrator.runner import UNPLANNED, run_orchestrat
 from wizard.runner.switchboard import Binding
 from wizard.skills.sources import BundledSkills
 from wizard.testing.gateway import ScriptedGateway
+from wizard.tools.sandbox import build_policy
 
 pytestmark = pytest.mark.live
 
@@ -127,6 +128,7 @@ async def orchestrate(
             skills=BundledSkills(),
             sink=EventRecorder(),
             run_id=f"live-{tmp_path.name}",
+            sandbox=build_policy(project, tmp_path),  # commands run as in a real run
         )
         outcome = await run_orchestrator(ctx, PiHarness(session_factory=watched_sessions(started)))
         assert await gateway.settled()

@@ -182,7 +182,17 @@ def check_sandbox() -> None:
         )
     if system == "Linux":
         probe = subprocess.run(
-            ["bwrap", "--ro-bind", "/", "/", "--unshare-user", "--unshare-net", "true"],
+            [
+                "bwrap",
+                "--ro-bind",
+                "/",
+                "/",
+                "--unshare-user",
+                "--unshare-net",
+                "/bin/sh",
+                "-c",
+                ":",
+            ],
             capture_output=True,
             text=True,
             timeout=30,

@@ -83,6 +83,19 @@ class PiLaunch:
     sandbox: SandboxPolicy | None = None
 
 
+# A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
+# up to ~40 characters) into the host's temp folder.
+_SOCKET_DIR_MAX = 64
+
+
+def _host_temp_dir() -> Path:
+    """A fresh temp folder for the host, short enough to hold Unix sockets."""
+    base = tempfile.gettempdir()
+    if len(base) + len("/wizard-pi-tmp-xxxxxxxx") > _SOCKET_DIR_MAX and os.path.isdir("/tmp"):
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="wizard-pi-tmp-", dir=base))
+
+
 def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> dict[str, Any]:
     base = url.rstrip("/")
     provider: dict[str, Any] = {
@@ -108,6 +121,7 @@ class PiSession:
         self._engine = engine
         self._process: asyncio.subprocess.Process | None = None
         self._agent_dir: Path | None = None
+        self._host_tmp: Path | None = None
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[PiEvent]] = {}
         self._subscribers: list[EventCallback] = []
@@ -130,11 +144,15 @@ class PiSession:
         """Spawn the pi host and wait until its session is ready; `EngineError` otherwise."""
         engine = await asyncio.to_thread(self._engine)
         agent_dir = await self._prepare_agent_dir(engine)
+        # The host's own temp folder (the sandbox runtime's sockets go there): removed at close
+        # even when pi was killed and could not clean up after itself.
+        self._host_tmp = _host_temp_dir()
         env = {
             **child_env(),
             "PI_CODING_AGENT_DIR": str(agent_dir),
             "PI_OFFLINE": "1",
             "WIZARD_PI_LAUNCH": str(agent_dir / "launch.json"),
+            "TMPDIR": str(self._host_tmp),
         }
         self._ready = asyncio.get_running_loop().create_future()
         self._process = await asyncio.create_subprocess_exec(
@@ -228,9 +246,10 @@ class PiSession:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        if self._agent_dir is not None:
-            shutil.rmtree(self._agent_dir, ignore_errors=True)
-            self._agent_dir = None
+        for folder in (self._agent_dir, self._host_tmp):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+        self._agent_dir = self._host_tmp = None
         await self._exits.aclose()
 
     async def _stop_process(self, process: asyncio.subprocess.Process) -> None:
