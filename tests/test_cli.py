@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -278,3 +279,23 @@ def test_a_malformed_config_file_is_named(tmp_path: Path, monkeypatch: pytest.Mo
     result = runner.invoke(app, _run_args(tmp_path))
     assert result.exit_code == 2
     assert f"The config file {config} is not valid" in result.output
+
+
+def test_doctor_reports_each_check_and_fails_on_a_missing_gateway(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("WIZARD_GATEWAY_URL", "ANTHROPIC_API_KEY", "WIZARD_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WIZARD_CONFIG", "/nonexistent/config.toml")
+    monkeypatch.setenv("COLUMNS", "200")
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 1
+    names = r"Node\.js|pi engine|OS sandbox|Claude Agent SDK|gateway"
+    rows = re.findall(rf"^\s*(ok|FAIL|-)\s+({names})\b", result.output, flags=re.MULTILINE)
+    marks = {name: mark for mark, name in rows}
+    assert set(marks) == {"Node.js", "pi engine", "OS sandbox", "Claude Agent SDK", "gateway"}
+    assert marks["gateway"] == "FAIL" and "WIZARD_GATEWAY_URL" in result.output
+    monkeypatch.setenv("WIZARD_GATEWAY_URL", "http://127.0.0.1:9")
+    result = runner.invoke(app, ["doctor"])
+    assert "http://127.0.0.1:9 (anthropic-messages, no key)" in result.output
+    assert result.exit_code == (0 if "FAIL" not in result.output else 1)
