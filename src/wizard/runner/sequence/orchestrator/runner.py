@@ -80,28 +80,37 @@ class _Orchestrator:
             )
         )
 
-    def inputs(self, prompt: str, tools: list[HostTool], **fields: Any) -> TaskRunInputs:
-        """A seed or task run's inputs: the program's tools plus the queue tool given."""
-        program, ctx = self.ctx.program, self.ctx
+    def inputs(
+        self,
+        prompt: str,
+        queue_tool: HostTool,
+        *,
+        model: str | None = None,
+        allowed: tuple[str, ...] = (),
+        disallowed: tuple[str, ...] = (),
+        **run: Any,
+    ) -> TaskRunInputs:
+        """A seed or task run's inputs: the program's tools and `queue_tool`; `run` holds the
+        remaining `TaskRunInputs` fields (messages, `settled`, `reported`, `nudge`...)."""
+        ctx = self.ctx
         program_tools = host_tools(ctx)
 
-        def all_tools(fence: Fence) -> list[HostTool]:
-            return [*program_tools(fence), *tools]
+        def tools(fence: Fence) -> list[HostTool]:
+            return [*program_tools(fence), queue_tool]
 
-        names = tuple(tool.name for tool in tools)
-        allowed = fields.pop("allowed_tools", program.allowed_tools)
         return TaskRunInputs(
             project_dir=ctx.project_dir,
             prompt=prompt,
-            model=fields.pop("model", None) or ctx.binding.model,
+            model=model or ctx.binding.model,
             gateway=ctx.gateway,
-            allowed_tools=(*allowed, *names) if allowed else (),
-            disallowed_tools=fields.pop("disallowed_tools", program.disallowed_tools),
+            # An allow list names the queue tool too; no list allows every tool.
+            allowed_tools=(*allowed, queue_tool.name) if allowed else (),
+            disallowed_tools=(*ctx.program.disallowed_tools, *disallowed),
             sink=ctx.sink,
-            tools=all_tools,
+            tools=tools,
             engine_timeout=ctx.engine_timeout,
             sandbox=ctx.sandbox,
-            **fields,
+            **run,
         )
 
     async def plan(self) -> AgentResult:
@@ -111,8 +120,9 @@ class _Orchestrator:
         return await self.harness.run_task(
             self.inputs(
                 seed_prompt(self.ctx.program, self.install),
-                [enqueue],
-                disallowed_tools=(*self.ctx.program.disallowed_tools, *_PLANNER_READS_ONLY),
+                enqueue,
+                allowed=self.ctx.program.allowed_tools,
+                disallowed=_PLANNER_READS_ONLY,
                 spinner_message="Planning the setup...",
                 success_message="Planned the setup",
                 error_message="Planning failed",
@@ -133,10 +143,10 @@ class _Orchestrator:
         return await self.harness.run_task(
             self.inputs(
                 task_prompt(program, self.install, self.queue, task),
-                [complete_tool(self.queue, task.id)],
+                complete_tool(self.queue, task.id),
                 model=kind.model,
-                allowed_tools=kind.allowed_tools or program.allowed_tools,
-                disallowed_tools=(*program.disallowed_tools, *kind.disallowed_tools),
+                allowed=kind.allowed_tools or program.allowed_tools,
+                disallowed=kind.disallowed_tools,
                 spinner_message="",
                 settled=reported,
                 reported=reported,
