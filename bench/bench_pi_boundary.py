@@ -37,6 +37,7 @@ from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.session import PROVIDER, PiLaunch, PiSession, _models_json
+from wizard.runner.harness.state import RunOutput
 from wizard.runner.harness.types import GatewaySettings
 from wizard.tools.fence import Fence, child_env
 
@@ -196,7 +197,7 @@ async def run_host(url: str, chars: int, folder: Path) -> Measure:
             session = PiSession(launch)
             await session.start()
             watcher = asyncio.create_task(probe.watch(session.pid))
-            session.subscribe(RunListener(StopLatch(), sink=lambda event: None))
+            session.subscribe(RunListener(StopLatch(), RunOutput(lambda event: None)))
             try:
                 async with asyncio.timeout(TIMEOUT_S):
                     result = await session.prompt("go")

@@ -44,6 +44,7 @@ from wizard.runner.harness.pi.engine import ensure_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
+from wizard.runner.harness.state import RunOutput
 from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 from wizard.tools.fence import Fence
@@ -222,7 +223,7 @@ async def _session(folder: Path, url: str, body: Callable[[PiSession], Awaitable
         await session.start()
         probe = EngineProbe()
         watcher = asyncio.create_task(probe.watch(session.pid))
-        session.subscribe(RunListener(StopLatch(), sink=lambda event: None))
+        session.subscribe(RunListener(StopLatch(), RunOutput(lambda event: None)))
         try:
             await body(session)
         finally:

@@ -13,8 +13,8 @@ import pytest
 
 from wizard.events import EventRecorder, SpinnerMessage, SpinnerStarted
 from wizard.outcome import AgentErrorType, AgentResult
-from wizard.runner.harness.pi.prompts import CONTINUE_INSTRUCTION, MAX_CONTINUE_NUDGES
 from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.state import CONTINUE_INSTRUCTION, MAX_CONTINUE_NUDGES
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
 from wizard.testing.fake_session import FakePiSession, Turn, msg, text, tool
@@ -266,7 +266,7 @@ async def test_23_a_critical_fence_violation_outranks_a_marker(tmp_path: Path) -
         ],
     )
     harness_inputs = h.inputs
-    from wizard.runner.harness.pi import run as run_module
+    from wizard.runner.harness import state as run_module
 
     class TinyCap(run_module.Fence):
         def __init__(self, project_dir: Path, **kwargs: Any) -> None:

@@ -4,14 +4,6 @@ from __future__ import annotations
 
 from wizard.signals import MARKER_MEANINGS, Marker
 
-MAX_CONTINUE_NUDGES = 20
-
-CONTINUE_INSTRUCTION = (
-    "You still have open tasks in your list (not all are marked `completed`). Do not stop — "
-    "pick up the next `in_progress` or `pending` task and keep working until every task is "
-    "`completed`. Continue now."
-)
-
 # No shared prompt teaches `[ABORT]`: only skills (and the wizard_ask fallback) do, so an
 # agent does not stop a run by writing the marker by mistake.
 _TAUGHT = (Marker.STATUS, Marker.DASHBOARD_URL, Marker.NOTEBOOK_URL)
