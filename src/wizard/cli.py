@@ -39,7 +39,8 @@ app.add_typer(engines_app, name="engines")
 # the switchboard still tells a flag from the environment (flag > env > config > program).
 Project = Annotated[Path, typer.Option("--project", help="The project to set up.")]
 HarnessOpt = Annotated[
-    str | None, typer.Option("--harness", help="Agent harness: pi.  [env var: WIZARD_HARNESS]")
+    str | None,
+    typer.Option("--harness", help="Agent harness: pi or anthropic.  [env var: WIZARD_HARNESS]"),
 ]
 SequenceOpt = Annotated[
     str | None,

@@ -38,7 +38,7 @@ REPLAY_VISION = ProgramConfig(
     spinner_message="Setting up Replay vision...",
     success_message="Replay vision set up",
     docs_url="https://posthog.com/docs/session-replay",
-    binding=ProgramBinding(sequence="orchestrator"),
+    binding=ProgramBinding(sequence="orchestrator", harness="anthropic"),
     orchestration=PLAN,
     abort_cases=(
         AbortCase(

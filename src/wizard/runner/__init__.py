@@ -22,6 +22,8 @@ from wizard.outcome import Outcome, Outro
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
+from wizard.runner.harness.anthropic.run import AnthropicHarness
+from wizard.runner.harness.anthropic.sdk import load_sdk
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import GatewaySettings, Harness
 from wizard.runner.journaling import RunJournal
@@ -59,6 +61,9 @@ def make_harness(name: str) -> Harness:
     """The harness registered under `name` (the switchboard has checked it)."""
     if name == "pi":
         return PiHarness()
+    if name == "anthropic":
+        load_sdk()  # missing: a usage error with the install command, before anything starts
+        return AnthropicHarness()
     raise UsageError(f"The harness '{name}' is not available.")
 
 
@@ -116,6 +121,13 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     binding = resolve_binding(program, request.binding, request.environ)
     check_skill(request.skills, program.skill)
     gateway = resolve_gateway(request.gateway, request.environ)
+    if binding.harness == "anthropic" and gateway.api != "anthropic-messages":
+        raise UsageError(
+            "The anthropic harness speaks only the Anthropic Messages API; the gateway is "
+            f"{gateway.api}.",
+            "Use --harness pi for an OpenAI-compatible gateway, or point the gateway at an "
+            "Anthropic Messages endpoint.",
+        )
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
     project = request.project_dir.resolve()

@@ -20,6 +20,7 @@ ripgrep on Linux; `sandbox-exec` on macOS).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -98,10 +99,21 @@ class SandboxPolicy:
     # `pids.max`, else `ulimit -u`), so a fork bomb ends in its own failure.
     cap_prefix: str = ""
     home: Path = field(default_factory=Path.home)
+    # The runtime's settings, written for its command-line form (`with_settings_file`).
+    settings_file: Path | None = None
 
     def denying(self, *paths: Path | str) -> SandboxPolicy:
         """This policy, with more paths closed to reading (a run's private folders)."""
         return replace(self, deny_read=(*self.deny_read, *(str(p) for p in paths)))
+
+    def with_settings_file(self, private_dir: Path) -> SandboxPolicy:
+        """This policy, its runtime settings written into `private_dir` (closed to commands)."""
+        policy = self.denying(private_dir)
+        path = private_dir / "sandbox-settings.json"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            json.dump(policy.host_spec()["config"], handle)
+        return replace(policy, settings_file=path)
 
     def host_spec(self) -> dict[str, Any]:
         """What pi's host needs: the runtime's settings, and the prefix of every command."""

@@ -56,6 +56,14 @@ class StopLatch:
             self.fired.set()
         return found
 
+    def hold(self, marker: StopMarker) -> bool:
+        """Latch `marker` found by a harness's own parse, if armed and nothing is latched yet."""
+        if not self.armed or self.marker is not None:
+            return False
+        self.marker = marker
+        self.fired.set()
+        return True
+
     def scanner(self) -> BlockScanner:
         """A scanner for one text block."""
         return BlockScanner(self)

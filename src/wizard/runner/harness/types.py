@@ -109,6 +109,9 @@ class RunInputs:
     analytics: Mapping[str, Any] = field(default_factory=dict)
     # The OS sandbox every command the agent runs is held in; None: the fence alone.
     sandbox: SandboxPolicy | None = None
+    # Whether a skill's `[ABORT]` ends the run. pi always looks; the anthropic harness looks
+    # only when the program declares abort cases, as the TypeScript wizard's does.
+    detect_skill_aborts: bool = True
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             tools=host_tools(ctx),
             engine_timeout=ctx.engine_timeout,
             sandbox=ctx.sandbox,
+            detect_skill_aborts=bool(program.abort_cases),
         )
     )
     return route_result(ctx, result)

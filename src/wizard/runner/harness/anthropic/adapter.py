@@ -1,0 +1,100 @@
+"""The SDK's side of wizard's tools: host tools as an in-process MCP server, and the fence as
+a pre-tool hook and the permission callback.
+
+Claude's built-in tools are named and shaped differently from pi's (`Read {file_path}` where
+pi has `read {path}`); `fence_call` maps them onto the names and arguments the fence knows,
+so both engines get the same decisions. The hook decides (and counts the call against the
+fence's cap once); the permission callback, which the CLI asks only for tools that are not
+pre-approved, repeats the hook's answer for that call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from wizard.tools.base import Decision, HostTool
+
+SERVER = "wizard"
+# Claude's built-in tools a run may use; its shell is replaced by wizard's sandboxed `bash`.
+BUILTIN_TOOLS = ("Read", "Write", "Edit")
+_BUILTIN_NAMES = {"Read": "read", "Write": "write", "Edit": "edit"}
+
+
+def fence_call(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A Claude tool call as the fence knows it: pi's tool names and argument names."""
+    prefix = f"mcp__{SERVER}__"
+    if name.startswith(prefix):
+        return name[len(prefix) :], dict(arguments)
+    if name in _BUILTIN_NAMES:
+        args = {k: v for k, v in arguments.items() if k != "file_path"}
+        if "file_path" in arguments:
+            args["path"] = arguments["file_path"]
+        return _BUILTIN_NAMES[name], args
+    return name, dict(arguments)
+
+
+def mcp_server(sdk: ModuleType, tools: Sequence[HostTool]) -> Any:
+    """An in-process MCP server that serves `tools` (one definition, the SDK's adapter)."""
+
+    def adapt(tool: HostTool) -> Any:
+        async def handle(arguments: dict[str, Any]) -> dict[str, Any]:
+            try:
+                result = await tool.handler(arguments)
+            except Exception as exc:  # a tool bug goes back to the model, not up the stack
+                return {"content": [{"type": "text", "text": f"Error: {exc}"}], "is_error": True}
+            return {"content": [{"type": "text", "text": result.text}], "is_error": result.is_error}
+
+        return sdk.SdkMcpTool(tool.name, tool.description, dict(tool.parameters), handle)
+
+    return sdk.create_sdk_mcp_server(SERVER, "1.0.0", tools=[adapt(t) for t in tools])
+
+
+class FenceGate:
+    """The fence for one run, as the SDK's PreToolUse hook and permission callback."""
+
+    def __init__(
+        self,
+        sdk: ModuleType,
+        check: Callable[[str, Mapping[str, Any]], Decision],
+        halted: Callable[[], bool],
+    ) -> None:
+        self._sdk = sdk
+        self._check = check
+        self._halted = halted
+        self._decisions: dict[str, Decision] = {}
+
+    async def pre_tool_use(
+        self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
+    ) -> dict[str, Any]:
+        """Ask the fence; deny with its reason (or because the run is ending)."""
+        name, args = fence_call(
+            str(hook_input.get("tool_name")), hook_input.get("tool_input") or {}
+        )
+        decision = self._check(name, args)
+        if decision.allow and self._halted():
+            decision = Decision(False, "Blocked: the run is ending; no more tools run.")
+        self._decisions[str(tool_use_id or hook_input.get("tool_use_id"))] = decision
+        if decision.allow:
+            return {}
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": decision.reason,
+            }
+        }
+
+    async def can_use_tool(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
+        """The hook's answer for this call; the fence itself for a call the hook did not see."""
+        decision = self._decisions.get(str(getattr(context, "tool_use_id", "")))
+        if decision is None:
+            decision = self._check(*fence_call(name, arguments))
+        if decision.allow and not self._halted():
+            return self._sdk.PermissionResultAllow(updated_input=arguments)
+        return self._sdk.PermissionResultDeny(message=decision.reason or "Blocked.")
+
+    def hooks(self) -> dict[str, list[Any]]:
+        """The hook configuration for `ClaudeAgentOptions`."""
+        return {"PreToolUse": [self._sdk.HookMatcher(matcher=None, hooks=[self.pre_tool_use])]}

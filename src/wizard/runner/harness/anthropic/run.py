@@ -1,0 +1,261 @@
+"""`AnthropicHarness`: runs on the Claude Agent SDK (the legacy fallback), ending as pi's do.
+
+A run, as it reads below: start the SDK's client behind wizard's gateway proxy, send the
+prompt, nudge while the work is open, ask for a remark, classify with the shared endings.
+The abort semantics are the TypeScript wizard's anthropic path (checklist §10.6): a skill's
+`[ABORT] <reason>` is looked for only in `run` and only when the program declares abort
+cases, in every assistant text block in order (the remark reply too); the first one found
+interrupts the CLI at once (`interrupt()` is the only call that stops it). The gateway's
+refusal marker is not looked for here. A security violation still wins.
+
+What the CLI is given: the program's prompt and wizard's notes; Claude's `Read`, `Write` and
+`Edit` plus wizard's host tools (its sandboxed `bash` among them) through an in-process MCP
+server; the fence as a pre-tool hook and the permission callback; the gateway as
+`ANTHROPIC_BASE_URL` pointing at wizard's proxy, whose per-run token reaches the CLI through
+an `apiKeyHelper` in a private settings file, never through its environment; its own config
+and temp folders; no session files, no nonessential traffic, no retries of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from wizard.events import LogLine, SpinnerMessage, SpinnerStarted, ToolCalled
+from wizard.outcome import AgentResult
+from wizard.runner.harness import endings
+from wizard.runner.harness.anthropic.adapter import (
+    BUILTIN_TOOLS,
+    FenceGate,
+    mcp_server,
+)
+from wizard.runner.harness.anthropic.sdk import load_sdk
+from wizard.runner.harness.pi.engine import ensure_pi, installed_pi
+from wizard.runner.harness.pi.prompts import runtime_notes
+from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
+from wizard.runner.harness.state import RunState
+from wizard.runner.harness.types import RunInputs, SessionStats, TaskRunInputs
+from wizard.signals import REMARK_INSTRUCTION, StopMarker, skill_abort_reason
+from wizard.tools.base import HostTool
+from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
+from wizard.tools.shell import shell_tool
+
+ClientFactory = Callable[[Any], Any]
+
+
+class _Turns:
+    """What the turns of one conversation added up to: token usage, and an error if any."""
+
+    def __init__(self) -> None:
+        self.stats = SessionStats()
+
+    def add(self, usage: dict[str, Any] | None) -> None:
+        usage = usage or {}
+        s = self.stats
+        self.stats = SessionStats(
+            s.input_tokens + int(usage.get("input_tokens") or 0),
+            s.output_tokens + int(usage.get("output_tokens") or 0),
+            s.cache_read_tokens + int(usage.get("cache_read_input_tokens") or 0),
+            s.cache_write_tokens + int(usage.get("cache_creation_input_tokens") or 0),
+        )
+
+
+class AnthropicHarness:
+    """The legacy harness: Claude Code through the Claude Agent SDK."""
+
+    name = "anthropic"
+
+    def __init__(self, client_factory: ClientFactory | None = None) -> None:
+        # Tests hand in a client over a faked transport; runs use `ClaudeSDKClient`.
+        self._client_factory = client_factory
+
+    async def prepare(self, progress: Callable[[str], None]) -> None:
+        """The SDK must import; the engine bundle (the sandbox runtime) is installed if missing."""
+        load_sdk()
+        await asyncio.to_thread(ensure_pi, progress)
+
+    async def run(self, inputs: RunInputs) -> AgentResult:
+        """Run one linear conversation and say how it ended."""
+        return await self._drive(RunState(inputs, self.name), inputs.detect_skill_aborts)
+
+    async def run_task(self, inputs: TaskRunInputs) -> AgentResult:
+        """Run one orchestrator seed or task conversation (no abort detection, as in §10.6)."""
+        return await self._drive(RunState(inputs, self.name), detect=False)
+
+    async def _drive(self, run: RunState, detect: bool) -> AgentResult:
+        sdk = load_sdk()
+        inputs = run.inputs
+        if inputs.spinner_message:
+            inputs.sink(SpinnerStarted(inputs.spinner_message))
+        gateway = inputs.gateway
+        proxy = GatewayProxy(
+            gateway.url,
+            gateway.key,
+            policy=RetryPolicy(max_retries=gateway.retries),
+            idle_timeout=gateway.idle_timeout,
+            notify=lambda message: inputs.sink(SpinnerMessage(message)),
+        )
+        try:
+            with tempfile.TemporaryDirectory(prefix="wizard-claude-") as workspace:
+                async with proxy:
+                    options = self._options(sdk, run, proxy, Path(workspace))
+                    client = (self._client_factory or sdk.ClaudeSDKClient)(options)
+                    async with client:
+                        return await self._converse(sdk, client, run, detect, proxy)
+        except sdk.ClaudeSDKError as exc:  # the SDK's errors end here, as an engine failure
+            return endings.interrupted(run) or endings.engine_failed(run, str(exc))
+
+    async def _converse(
+        self, sdk: ModuleType, client: Any, run: RunState, detect: bool, proxy: GatewayProxy
+    ) -> AgentResult:
+        turns = _Turns()
+        error = await self._turn(sdk, client, run, run.inputs.prompt, detect, turns, proxy)
+        nudge, most = run.nudge()
+        nudges = 0
+        while error is None and run.may_continue() and nudges < most:
+            nudges += 1
+            run.inputs.sink(LogLine(f"work still open, nudge {nudges}/{most}"))
+            error = await self._turn(sdk, client, run, nudge, detect, turns, proxy)
+        if (ending := endings.interrupted(run)) is not None:
+            return ending
+        if error is not None:
+            return endings.failed(run, error)
+        if run.task is not None:  # the queue, not the harness, says whether the task reported
+            return endings.completed(run, turns.stats)
+        run.output.in_remark = True  # read for the remark only; its markers still count here
+        await self._turn(sdk, client, run, REMARK_INSTRUCTION, detect, turns, proxy)
+        if (ending := endings.interrupted(run)) is not None:
+            return ending
+        return endings.guard(run) or endings.succeeded(run, turns.stats)
+
+    async def _turn(
+        self,
+        sdk: ModuleType,
+        client: Any,
+        run: RunState,
+        text: str,
+        detect: bool,
+        turns: _Turns,
+        proxy: GatewayProxy,
+    ) -> str | None:
+        """One prompt to its result; the error that ended it, if one did."""
+        await client.query(text)
+        error: str | None = None
+        interrupted = False
+        async for message in client.receive_response():
+            if isinstance(message, sdk.AssistantMessage):
+                self._assistant(sdk, run, message, detect)
+                if message.error is not None:
+                    error = _text_of(sdk, message) or str(message.error)
+            elif isinstance(message, sdk.ResultMessage):
+                turns.add(message.usage)
+                if message.is_error and not run.halt.is_set() and error is None:
+                    error = "; ".join(message.errors or []) or str(message.result or "error")
+            if run.halt.is_set() and not interrupted:
+                interrupted = True
+                await client.interrupt()  # the only call that stops the CLI's turn
+        if proxy.fault is not None and not run.halt.is_set():
+            return proxy.fault
+        return None if run.halt.is_set() else error
+
+    @staticmethod
+    def _assistant(sdk: ModuleType, run: RunState, message: Any, detect: bool) -> None:
+        texts = [block.text for block in message.content if isinstance(block, sdk.TextBlock)]
+        for block in message.content:
+            if isinstance(block, sdk.ToolUseBlock):
+                run.output.tool_called()
+                run.inputs.sink(ToolCalled(block.name, dict(block.input)))
+        if detect:
+            for text in texts:  # in order; the first block with a marker counts
+                if (reason := skill_abort_reason(text)) is not None:
+                    run.latch.hold(StopMarker(reason=reason, source="skill", offset=0))
+                    break
+        run.output.assistant_text("\n".join(texts))
+
+    def _options(self, sdk: ModuleType, run: RunState, proxy: GatewayProxy, workspace: Path) -> Any:
+        inputs = run.inputs
+        config, temp = workspace / "config", workspace / "tmp"
+        config.mkdir()
+        temp.mkdir()
+        token = workspace / "token"
+        _private_write(token, proxy.token)
+        settings = config / "wizard-settings.json"
+        _private_write(settings, json.dumps({"apiKeyHelper": f"cat {shlex.quote(str(token))}"}))
+        tools = [*run.tools(), *self._shell(run, workspace)]
+        gate = FenceGate(sdk, _decided(run), run.halt.is_set)
+        return sdk.ClaudeAgentOptions(
+            cwd=str(inputs.project_dir),
+            model=inputs.model,
+            tools=list(BUILTIN_TOOLS),
+            system_prompt=runtime_notes(task_list=inputs.task_list).strip(),
+            mcp_servers={"wizard": mcp_server(sdk, tools)},
+            hooks=gate.hooks(),
+            can_use_tool=gate.can_use_tool,
+            permission_mode="default",
+            setting_sources=[],
+            settings=str(settings),
+            env=_cli_env(proxy.url, config, temp),
+            extra_args={"no-session-persistence": None},
+            stderr=lambda line: inputs.sink(LogLine(f"[claude] {line}", "debug")),
+        )
+
+    @staticmethod
+    def _shell(run: RunState, workspace: Path) -> list[HostTool]:
+        """wizard's `bash`, in the OS sandbox when the run has one (Claude's own is off)."""
+        if "bash" in run.fence.disallowed_tools:
+            return []
+        policy = run.inputs.sandbox
+        if policy is None:
+            return [shell_tool(run.inputs.project_dir, None)]
+        engine = installed_pi()
+        if engine is None:
+            raise load_sdk().CLIConnectionError(
+                "the sandbox runtime is not installed; run `wizard engines install pi`"
+            )
+        policy = policy.with_settings_file(workspace)
+        cli = engine.sandbox_entry.with_name("cli.js")
+        return [shell_tool(run.inputs.project_dir, (policy, engine.node, cli))]
+
+
+def _decided(run: RunState) -> Callable[[str, Any], Any]:
+    def check(name: str, arguments: Any) -> Any:
+        decision = run.fence.check(name, arguments)
+        run.on_decision(name, decision)
+        return decision
+
+    return check
+
+
+def _text_of(sdk: ModuleType, message: Any) -> str:
+    return "\n".join(b.text for b in message.content if isinstance(b, sdk.TextBlock)).strip()
+
+
+def _private_write(path: Path, text: str) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+
+
+def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
+    """The CLI's environment over the SDK's (which copies wizard's own): every variable
+    outside the allowlist blanked, so no key of wizard's reaches the CLI."""
+
+    def allowed(name: str) -> bool:
+        return name in CHILD_ENV_ALLOW or name.startswith((*CHILD_ENV_ALLOW_PREFIXES, "CLAUDE"))
+
+    blanked = {name: "" for name in os.environ if not allowed(name)}
+    return {
+        **blanked,
+        "ANTHROPIC_BASE_URL": proxy_url,
+        "CLAUDE_CONFIG_DIR": str(config),
+        "CLAUDE_CODE_TMPDIR": str(temp),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }

@@ -1,0 +1,188 @@
+"""`AnthropicHarness` over the real Claude Agent SDK, its CLI replaced by a scripted transport.
+
+One named test per item of checklist §10.6 (items 49–53), then what the harness shares with
+pi: the completion guard, error classification and analytics.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("claude_agent_sdk")
+
+from wizard.events import EventRecorder, SpinnerStarted
+from wizard.outcome import AgentErrorType, AgentResult
+from wizard.runner.harness.anthropic.run import AnthropicHarness
+from wizard.runner.harness.types import GatewaySettings, RunInputs, TaskRunInputs
+from wizard.signals import REMARK_INSTRUCTION, skill_abort_reason
+from wizard.testing.fake_cli import FakeClaudeCLI, Frame
+
+WORK: list[Frame] = [
+    {"text": "[STATUS] Editing"},
+    {"tool": "Write", "input": {"file_path": "a.txt", "content": "x"}},
+]
+DONE: list[Frame] = [*WORK, {"text": "All done."}]
+REMARK: list[Frame] = [{"text": "[WIZARD-REMARK] more docs please"}]
+
+
+class Harnessed:
+    """An anthropic run against a scripted CLI, with what a test asserts on."""
+
+    def __init__(self, tmp_path: Path, turns: list[list[Frame]], **inputs: Any) -> None:
+        self.cli = FakeClaudeCLI(turns)
+        self.recorder = EventRecorder()
+        fields: dict[str, Any] = {
+            "project_dir": tmp_path,
+            "prompt": "Set up the program.",
+            "model": "scripted-1",
+            "gateway": GatewaySettings(url="http://127.0.0.1:9"),
+            "success_message": "Program set up",
+            "sink": self.recorder,
+            **inputs,
+        }
+        task = fields.pop("task", False)
+        self.inputs = TaskRunInputs(**fields) if task else RunInputs(**fields)
+
+    async def run(self) -> AgentResult:
+        harness = AnthropicHarness(client_factory=self.cli.client)
+        if isinstance(self.inputs, TaskRunInputs):
+            result = await harness.run_task(self.inputs)
+        else:
+            result = await harness.run(self.inputs)
+        self.cli.assert_complete()
+        return result
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.recorder.analytics()]
+
+
+async def test_49_without_abort_cases_a_marker_is_ignored_and_the_run_succeeds(
+    tmp_path: Path,
+) -> None:
+    h = Harnessed(tmp_path, [[*WORK, {"text": "[ABORT] no stripe"}], REMARK],
+                  detect_skill_aborts=False)  # fmt: skip
+    result = await h.run()
+    assert result.ok and "interrupt" not in h.cli.requests
+    assert "agent completed" in h.names()
+
+
+async def test_49_with_abort_cases_the_marker_ends_the_run(tmp_path: Path) -> None:
+    h = Harnessed(
+        tmp_path, [[{"text": "[ABORT] could not find a stripe integration"}, {"hold": True}]]
+    )
+    result = await h.run()
+    assert result == AgentResult(
+        AgentErrorType.ABORT, "could not find a stripe integration", "skill"
+    )
+
+
+async def test_50_task_runs_never_abort_on_a_marker(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [[*WORK, {"text": "[ABORT] stop"}]], task=True, settled=lambda: True)
+    result = await h.run()
+    assert result.ok and "interrupt" not in h.cli.requests
+
+
+async def test_51_any_reason_interrupts_at_once_and_stops_the_spinner(tmp_path: Path) -> None:
+    # Not a case of the program's: anthropic aborts on any reason; the stream is still open.
+    h = Harnessed(tmp_path, [[{"text": "[ABORT] something unforeseen"}, {"hold": True}]])
+    result = await h.run()
+    assert (result.error, result.message) == (AgentErrorType.ABORT, "something unforeseen")
+    assert h.cli.requests == ["initialize", "interrupt"]
+    assert h.recorder.spinner_stops() == ["Wizard aborted"]
+    assert "agent aborted" in h.names() and "agent completed" not in h.names()
+
+
+async def test_51_the_first_block_with_a_marker_wins(tmp_path: Path) -> None:
+    h = Harnessed(
+        tmp_path, [[{"texts": ["Looking.", "[ABORT] first", "[ABORT] second"]}, {"hold": True}]]
+    )
+    assert (await h.run()).message == "first"
+
+
+async def test_51_the_remark_reply_is_scanned(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [DONE, [{"text": "[ABORT] found in the remark"}]])
+    result = await h.run()
+    assert (result.error, result.message) == (AgentErrorType.ABORT, "found in the remark")
+    assert h.cli.prompts[-1] == REMARK_INSTRUCTION
+
+
+async def test_51_a_security_violation_wins_over_a_marker(tmp_path: Path) -> None:
+    hostile = {"tool": "mcp__wizard__bash", "input": {"command": "cat ~/.ssh/id_rsa"}}
+    h = Harnessed(tmp_path, [[hostile, {"text": "[ABORT] x"}, {"hold": True}]])
+    result = await h.run()
+    assert result.error is AgentErrorType.SECURITY_VIOLATION
+    assert h.recorder.spinner_stops() == ["Security violation detected"]
+    (denied,) = [r for r in h.cli.tool_results if r[1]]
+    assert "credentials" in denied[2] or "SSH" in denied[2]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[ABORT] plain reason", "[ABORT]   ", "[ABORT]", "prefix [ABORT] mid-line",
+     "  [ABORT] indented", "[abort] lower case", "[ABORT] reason\nmore lines",
+     "Line one\n[ABORT] second line"],
+)  # fmt: skip
+async def test_52_the_shared_parser_decides(tmp_path: Path, text: str) -> None:
+    expected = skill_abort_reason(text)
+    turns: list[list[Frame]] = [[*WORK, {"text": text}, {"hold": True}]]
+    if expected is None:
+        turns = [[*WORK, {"text": text}], REMARK]
+    h = Harnessed(tmp_path, turns)
+    result = await h.run()
+    assert result.message == expected if expected is not None else result.ok
+
+
+async def test_53_the_gateway_marker_is_not_detected_here(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [[*WORK, {"text": "[posthog:abort] policy says no"}], REMARK])
+    assert (await h.run()).ok
+
+
+# --- shared with pi: guard, classification, analytics -----------------------------------
+
+
+async def test_no_tool_call_is_no_progress(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [[{"text": "Nothing to do."}], REMARK])
+    assert (await h.run()).error is AgentErrorType.NO_PROGRESS
+
+
+async def test_open_tasks_are_nudged_then_incomplete(tmp_path: Path) -> None:
+    create = {"tool": "mcp__wizard__TaskCreate", "input": {"content": "t"}}
+    h = Harnessed(tmp_path, [[create], *[[{"text": "..."}]] * 20, REMARK])
+    assert (await h.run()).error is AgentErrorType.INCOMPLETE_TASKS
+    assert len(h.cli.prompts) == 22
+
+
+async def test_a_rate_limit_is_classified_as_on_pi(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [[{"api_error": "429 rate_limit_error: slow down"}]])
+    assert (await h.run()).error is AgentErrorType.RATE_LIMIT
+
+
+async def test_success_reports_tokens_remark_and_the_spinner(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [DONE, REMARK])
+    result = await h.run()
+    assert result.ok
+    starts = [e.message for e in h.recorder.events if isinstance(e, SpinnerStarted)]
+    assert starts == ["Customizing your project..."] and h.recorder.spinner_stops() == [
+        "Program set up"
+    ]
+    (completed,) = h.recorder.analytics("agent completed")
+    assert (completed.properties["input_tokens"], completed.properties["output_tokens"]) == (20, 10)
+    (remark,) = h.recorder.analytics("wizard remark")
+    assert remark.properties["remark"] == "more docs please"
+
+
+async def test_the_cli_is_configured_to_stay_in_its_lane(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [DONE, REMARK])
+    await h.run()
+    options = h.cli.options
+    assert options is not None
+    assert options.tools == ["Read", "Write", "Edit"]  # no web, no subagents, no own shell
+    env = options.env
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
+    assert all(value == "" for name, value in env.items() if "KEY" in name or "TOKEN" in name)
+    assert options.extra_args == {"no-session-persistence": None}
