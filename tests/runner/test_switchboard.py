@@ -58,12 +58,6 @@ def test_unknown_names_are_usage_errors(
     assert expected in (raised.value.hint or "")
 
 
-@pytest.mark.parametrize("flags", [ProgramBinding(harness="anthropic")])
-def test_names_not_built_yet_say_so(flags: ProgramBinding) -> None:
-    with pytest.raises(UsageError, match="not available"):
-        resolve_binding(PROGRAM, flags, {})
-
-
 def test_replay_vision_defaults_to_the_orchestrator_and_the_rest_to_linear() -> None:
     from wizard.programs.registry import PROGRAMS
 
@@ -73,5 +67,29 @@ def test_replay_vision_defaults_to_the_orchestrator_and_the_rest_to_linear() -> 
     }
     assert sequences.pop("replay-vision") == "orchestrator"
     assert set(sequences.values()) == {"linear"}
+    harnesses = {p: resolve_binding(c, ProgramBinding(), {}).harness for p, c in PROGRAMS.items()}
+    assert harnesses.pop("replay-vision") == "anthropic"  # the reference's binding table
+    assert set(harnesses.values()) == {"pi"}
     flag = resolve_binding(PROGRAMS["replay-vision"], ProgramBinding(sequence="linear"), {})
     assert (flag.sequence, flag.sources["sequence"]) == ("linear", "flag")
+
+
+def test_the_anthropic_harness_without_the_sdk_names_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib
+
+    from wizard.runner import make_harness
+
+    real = importlib.import_module
+
+    def missing(name: str, *args: object) -> object:
+        if name == "claude_agent_sdk":
+            raise ImportError(name)
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib, "import_module", missing)
+    with pytest.raises(UsageError) as raised:
+        make_harness("anthropic")
+    assert "pip install 'wizard[anthropic]'" in (raised.value.hint or "")
+    assert "--harness pi" in (raised.value.hint or "")

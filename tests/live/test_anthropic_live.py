@@ -1,0 +1,176 @@
+"""The anthropic harness live: the SDK's bundled Claude Code CLI against the scripted gateway's
+`/v1/messages?beta=true` on 127.0.0.1, through wizard's proxy, commands in the OS sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if os.environ.get("CI"):  # CI installs the extra: the live tests must run there
+    import claude_agent_sdk  # noqa: F401
+else:
+    pytest.importorskip("claude_agent_sdk")
+
+from wizard.events import EventRecorder
+from wizard.outcome import AgentErrorType, AgentResult
+from wizard.programs import get_program
+from wizard.runner.harness.anthropic.run import AnthropicHarness
+from wizard.runner.harness.types import GatewaySettings, RunInputs
+from wizard.runner.sequence.context import RunContext
+from wizard.runner.sequence.orchestrator.prompts import SEED_LINE
+from wizard.runner.sequence.orchestrator.runner import run_orchestrator
+from wizard.runner.switchboard import Binding
+from wizard.skills.sources import BundledSkills
+from wizard.testing.gateway import ScriptedGateway
+from wizard.tools.sandbox import build_policy
+
+pytestmark = pytest.mark.live
+
+KEY = "sk-gateway-secret-8e1f"
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_call": {"name": name, "arguments": arguments}}
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"blocks": [{"text": text}]}
+
+
+REMARK = said("[WIZARD-REMARK] fine")
+
+
+async def run_anthropic(
+    project: Path, scenario: dict[str, Any], *, detect: bool = True
+) -> tuple[AgentResult, ScriptedGateway, EventRecorder]:
+    recorder = EventRecorder()
+    with tempfile.TemporaryDirectory(prefix="wizard-live-") as temp:
+        async with ScriptedGateway(scenario) as gateway:
+            inputs = RunInputs(
+                project_dir=project,
+                prompt="Set up the program.",
+                model="scripted-1",
+                gateway=GatewaySettings(url=gateway.url, key=KEY, retries=0),
+                sink=recorder,
+                sandbox=build_policy(project, Path(temp)),
+                detect_skill_aborts=detect,
+            )
+            result = await AnthropicHarness().run(inputs)
+            assert await gateway.settled()
+    return result, gateway, recorder
+
+
+def _sent(gateway: ScriptedGateway) -> str:
+    return "\n".join(json.dumps(r.body) for r in gateway.requests)
+
+
+async def test_success_with_a_bash_call(tmp_path: Path) -> None:
+    scenario = {
+        "responses": [
+            {"blocks": [{"text": "[STATUS] Looking\n"}, call("mcp__wizard__bash", command="ls")]},
+            {"blocks": [call("Write", file_path=str(tmp_path / "wizard.txt"), content="set\n")]},
+            said("Done."),
+            REMARK,
+        ]
+    }
+    (tmp_path / "app.py").write_text("print('hi')\n")
+    result, gateway, recorder = await run_anthropic(tmp_path, scenario)
+    assert result.ok, result
+    assert (tmp_path / "wizard.txt").read_text() == "set\n"
+    gateway.assert_complete()
+    assert "app.py" in _sent(gateway)  # the sandboxed `ls` output went back to the model
+    assert [e.name for e in recorder.analytics()] == ["wizard remark", "agent completed"]
+
+
+async def test_an_abort_with_cases_interrupts_after_one_request(tmp_path: Path) -> None:
+    reply = {
+        "blocks": [{"text": "No Stripe calls here.\n[ABORT] could not find a stripe integration\n"},
+                   {"text": "tail of a reply that keeps coming " * 200}],
+        "chunk_chars": 16,
+        "delay_ms": 10,
+    }  # fmt: skip
+    scenario = {"responses": [reply, said("must never be requested")]}
+    result, gateway, _ = await run_anthropic(tmp_path, scenario)
+    assert (result.error, result.message) == (
+        AgentErrorType.ABORT,
+        "could not find a stripe integration",
+    )
+    assert len(gateway.requests) == 1
+    assert gateway.requests[0].client_disconnected  # the stream was cut
+
+
+async def test_a_skill_run_without_cases_ignores_the_marker(tmp_path: Path) -> None:
+    scenario = {
+        "responses": [
+            {
+                "blocks": [
+                    {"text": "[ABORT] not a stop here\n"},
+                    call("mcp__wizard__bash", command="ls"),
+                ]
+            },
+            said("Done."),
+            REMARK,
+        ]
+    }
+    result, gateway, _ = await run_anthropic(tmp_path, scenario, detect=False)
+    assert result.ok, result
+    gateway.assert_complete()
+
+
+async def test_a_script_the_agent_runs_cannot_print_the_gateway_key(tmp_path: Path) -> None:
+    snoop = (
+        "import os, pathlib\n"
+        "print(sorted(os.environ.items()))\n"
+        "for p in pathlib.Path('/proc').glob('[0-9]*/environ'):\n"
+        "    try:\n        print(p.read_bytes())\n    except OSError:\n        pass\n"
+    )
+    scenario = {
+        "responses": [
+            {"blocks": [call("Write", file_path=str(tmp_path / "snoop.py"), content=snoop)]},
+            {"blocks": [call("mcp__wizard__bash", command="python3 snoop.py")]},
+            said("Done."),
+            REMARK,
+        ]
+    }
+    os.environ["WIZARD_GATEWAY_KEY"] = KEY  # as a user would have it set
+    try:
+        result, gateway, _ = await run_anthropic(tmp_path, scenario)
+    finally:
+        del os.environ["WIZARD_GATEWAY_KEY"]
+    assert result.ok, result
+    sent = _sent(gateway)
+    assert "PATH" in sent  # the script ran and its output reached the model
+    assert KEY not in sent
+
+
+async def test_an_orchestrated_run_on_the_anthropic_harness(tmp_path: Path) -> None:
+    enqueue = call("mcp__wizard__enqueue_task", type="tag-customers", label="Tag", id="tag")
+    done = call("mcp__wizard__complete_task", status="done", summary="tagged")
+    scenario = {
+        "conversations": [
+            {"match": SEED_LINE, "responses": [{"blocks": [enqueue]}, said("Planned.")]},
+            {"match": "# Task tag:", "responses": [{"blocks": [done]}, said("Reported.")]},
+        ]
+    }
+    project = tmp_path / "project"
+    project.mkdir()
+    async with ScriptedGateway(scenario) as gateway:
+        ctx = RunContext(
+            program=get_program("revenue-analytics"),
+            project_dir=project,
+            binding=Binding("orchestrator", "anthropic", "scripted-1"),
+            gateway=GatewaySettings(url=gateway.url, retries=0),
+            skills=BundledSkills(),
+            sink=EventRecorder(),
+            run_id=f"live-anthropic-{tmp_path.name}",
+        )
+        outcome = await run_orchestrator(ctx, AnthropicHarness())
+        assert await gateway.settled()
+    assert outcome.status == "succeeded", outcome
+    assert [t["status"] for t in outcome.tasks] == ["done"]
+    gateway.assert_complete()

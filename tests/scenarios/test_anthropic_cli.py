@@ -1,0 +1,44 @@
+"""`wizard run … --harness anthropic` end to end: the CLI, the SDK's CLI, a gateway process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import ci_lines, wizard_env
+
+pytestmark = pytest.mark.live
+
+
+def _run(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "wizard", "run", "revenue-analytics", "--project", str(project),
+         "--harness", "anthropic", "--ci"],
+        capture_output=True, text=True, env=env, timeout=240,
+    )  # fmt: skip
+
+
+def test_an_abort_on_the_anthropic_harness_exits_3(tmp_path: Path, gateway_process: Any) -> None:
+    pytest.importorskip("claude_agent_sdk")
+    stop = {"blocks": [{"text": "[ABORT] could not find a stripe integration\n"}]}
+    url, _ = gateway_process({"responses": [stop]})
+    proc = _run(tmp_path, wizard_env(tmp_path, WIZARD_GATEWAY_URL=url))
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    outcome = ci_lines(proc.stdout)[-1]
+    assert (outcome["harness"], outcome["status"]) == ("anthropic", "aborted")
+    assert outcome["outro"]["message"] == "Could not find a Stripe integration"
+
+
+def test_an_openai_gateway_with_the_anthropic_harness_is_a_usage_error(tmp_path: Path) -> None:
+    env = wizard_env(
+        tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9", WIZARD_GATEWAY_API="openai-completions"
+    )
+    proc = _run(tmp_path, env)
+    assert proc.returncode == 2
+    assert "--harness pi" in proc.stderr
