@@ -28,6 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from wizard.errors import EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted, ToolCalled
 from wizard.outcome import AgentResult
 from wizard.runner.harness import endings
@@ -77,9 +78,14 @@ class AnthropicHarness:
         self._client_factory = client_factory
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
-        """The SDK must import; the engine bundle (the sandbox runtime) is installed if missing."""
+        """The SDK must import. The engine bundle, which holds the sandbox runtime for wizard's
+        `bash`, is installed if missing; without Node.js only a run with --no-sandbox can go
+        on (a sandboxed one then stops, naming the fix)."""
         load_sdk()
-        await asyncio.to_thread(ensure_pi, progress)
+        try:
+            await asyncio.to_thread(ensure_pi, progress)
+        except EngineError as exc:
+            progress(f"the sandbox runtime is not available: {exc.message}")
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
@@ -217,7 +223,8 @@ class AnthropicHarness:
         engine = installed_pi()
         if engine is None:
             raise load_sdk().CLIConnectionError(
-                "the sandbox runtime is not installed; run `wizard engines install pi`"
+                "the sandbox runtime for wizard's bash is not installed: run `wizard engines "
+                "install pi` (it needs Node.js), or run with --no-sandbox"
             )
         policy = policy.with_settings_file(workspace)
         cli = engine.sandbox_entry.with_name("cli.js")

@@ -1,0 +1,89 @@
+"""Benchmark: what a stop costs on the anthropic harness, beside pi on the same reply.
+
+Run: .venv/bin/python bench/bench_anthropic.py [--stops 10] [--json FILE]
+(the run in the README: `--json bench/results/anthropic.json`)
+
+Each run streams one reply from the scripted gateway (127.0.0.1) in 23-character frames 5 ms
+apart: a first text block that ends with the line `[ABORT] no stripe here`, then a second
+block of 4,000 frames that must never be needed. Measured per harness, interleaved: model
+requests after the marker, characters streamed after the marker's frame, the time from that
+frame leaving the gateway to the stream ending (the cut) and to the harness returning,
+median and p90. Claude Code's CLI hands the SDK a text block only once the block is complete,
+so the anthropic harness sees the marker when its block ends; pi's sees it when its line ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_runs import _quantiles
+
+from wizard.events import EventRecorder
+from wizard.runner.harness.anthropic.run import AnthropicHarness
+from wizard.runner.harness.pi.engine import ensure_pi
+from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.types import GatewaySettings, RunInputs
+from wizard.testing.gateway import ScriptedGateway
+
+LINE = "[ABORT] no stripe here\n"  # 23 characters: one frame
+FILLER = "Checking the project now.\n"[: len(LINE) - 1] + "\n"
+
+
+def _reply() -> dict[str, Any]:
+    blocks = [{"text": FILLER * 40 + LINE}, {"text": FILLER * 4000}]
+    return {"blocks": blocks, "chunk_chars": len(LINE), "delay_ms": 5}
+
+
+async def stop_once(harness: Any, folder: Path) -> dict[str, float]:
+    scenario = {"responses": [_reply(), {"blocks": [{"text": "never"}]}]}
+    async with ScriptedGateway(scenario, watch=LINE.strip()) as gateway:
+        gateway_settings = GatewaySettings(url=gateway.url, retries=0)
+        inputs = RunInputs(folder, "go", "scripted-1", gateway_settings, sink=EventRecorder())
+        result = await harness.run(inputs)
+        returned = time.monotonic()
+        await gateway.settled()
+    assert result.message == "no stripe here", result
+    first = gateway.requests[0]
+    assert first.watch_at is not None and first.ended_at is not None
+    return {
+        "requests_after": len(gateway.requests) - 1,
+        "chars_after": first.chars_after_watch,
+        "cut_s": first.ended_at - first.watch_at,
+        "return_s": returned - first.watch_at,
+    }
+
+
+async def main(stops: int) -> dict[str, Any]:
+    ensure_pi(print)
+    harnesses = {"anthropic": AnthropicHarness(), "pi": PiHarness()}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in harnesses}
+    with tempfile.TemporaryDirectory(prefix="wizard-bench-anthropic-") as temp:
+        for _ in range(stops):  # interleaved, so both see the same machine
+            for name, harness in harnesses.items():
+                runs[name].append(await stop_once(harness, Path(temp)))
+    summary: dict[str, Any] = {"stops": stops}
+    for name, values in runs.items():
+        summary[name] = {
+            "requests_after_max": max(v["requests_after"] for v in values),
+            "chars_after": _quantiles([v["chars_after"] for v in values]),
+            "marker_to_cut_ms": _quantiles([v["cut_s"] * 1000 for v in values]),
+            "marker_to_return_ms": _quantiles([v["return_s"] * 1000 for v in values]),
+        }
+    return summary
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stops", type=int, default=10)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    result = asyncio.run(main(args.stops))
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
