@@ -42,3 +42,29 @@ def test_an_openai_gateway_with_the_anthropic_harness_is_a_usage_error(tmp_path:
     proc = _run(tmp_path, env)
     assert proc.returncode == 2
     assert "--harness pi" in proc.stderr
+
+
+def test_wizard_skill_on_the_anthropic_harness_ignores_the_marker(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    pytest.importorskip("claude_agent_sdk")
+    ls = {"tool_call": {"name": "mcp__wizard__bash", "arguments": {"command": "ls"}}}
+    url, _ = gateway_process(
+        {
+            "responses": [
+                {"blocks": [{"text": "[ABORT] could not find a stripe integration\n"}, ls]},
+                {"blocks": [{"text": "Done anyway."}]},
+                {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
+            ]
+        }
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "skill", "revenue-analytics", "--project", str(project),
+         "--harness", "anthropic", "--ci"],
+        capture_output=True, text=True, env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+        timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert ci_lines(proc.stdout)[-1]["status"] == "succeeded"
