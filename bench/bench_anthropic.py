@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_runs import _quantiles
+from bench_runs import _quantiles, stop_figures
 
 from wizard.events import EventRecorder
 from wizard.runner.harness.anthropic.run import AnthropicHarness
@@ -49,14 +49,7 @@ async def stop_once(harness: Any, folder: Path) -> dict[str, float]:
         returned = time.monotonic()
         await gateway.settled()
     assert result.message == "no stripe here", result
-    first = gateway.requests[0]
-    assert first.watch_at is not None and first.ended_at is not None
-    return {
-        "requests_after": len(gateway.requests) - 1,
-        "chars_after": first.chars_after_watch,
-        "cut_s": first.ended_at - first.watch_at,
-        "return_s": returned - first.watch_at,
-    }
+    return stop_figures(gateway, returned)
 
 
 async def main(stops: int) -> dict[str, Any]:

@@ -76,6 +76,11 @@ async def stop_once(api: GatewayApi, folder: Path) -> dict[str, float]:
         result = await PiHarness().run(_inputs(folder, gateway.url, api))
         returned = time.monotonic()
     assert result.message == "no stripe here", result
+    return stop_figures(gateway, returned)
+
+
+def stop_figures(gateway: ScriptedGateway, returned: float) -> dict[str, float]:
+    """What a stop cost, from the gateway's record of the first request and the return time."""
     first = gateway.requests[0]
     assert first.watch_at is not None and first.ended_at is not None
     return {
