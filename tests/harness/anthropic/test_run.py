@@ -186,3 +186,16 @@ async def test_the_cli_is_configured_to_stay_in_its_lane(tmp_path: Path) -> None
     assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
     assert all(value == "" for name, value in env.items() if "KEY" in name or "TOKEN" in name)
     assert options.extra_args == {"no-session-persistence": None}
+
+
+async def test_a_cancelled_run_interrupts_the_cli_before_it_disconnects(tmp_path: Path) -> None:
+    import asyncio
+
+    h = Harnessed(tmp_path, [[{"text": "Working."}, {"hold": True}]])
+    run = asyncio.ensure_future(AnthropicHarness(client_factory=h.cli.client).run(h.inputs))
+    while not h.cli.prompts:  # the turn is under way
+        await asyncio.sleep(0.01)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert h.cli.requests == ["initialize", "interrupt"]

@@ -19,6 +19,7 @@ and temp folders; no session files, no nonessential traffic, no retries of its o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -114,7 +115,14 @@ class AnthropicHarness:
                     options = self._options(sdk, run, proxy, Path(workspace))
                     client = (self._client_factory or sdk.ClaudeSDKClient)(options)
                     async with client:
-                        return await self._converse(sdk, client, run, detect, proxy)
+                        try:
+                            return await self._converse(sdk, client, run, detect, proxy)
+                        except asyncio.CancelledError:
+                            # Ctrl-C: a bare disconnect lets the CLI finish its turn and run
+                            # its pending tools; only interrupt() stops it.
+                            with contextlib.suppress(Exception):
+                                await asyncio.wait_for(asyncio.shield(client.interrupt()), 5)
+                            raise
         except sdk.ClaudeSDKError as exc:  # the SDK's errors end here, as an engine failure
             return endings.interrupted(run) or endings.engine_failed(run, str(exc))
 
