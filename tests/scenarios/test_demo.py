@@ -58,7 +58,7 @@ def test_demo_scenarios(
         assert "+from posthog_email import send_email" in proc.stderr
         assert any(line["event"] == "tasks_changed" for line in lines)
     else:
-        assert "changed no project files" in proc.stderr
+        assert "changed none of the app's files (only the installed skill)" in proc.stderr
         assert outcome["source"] == ("skill" if scenario == "skill-abort" else "gateway_policy")
 
 

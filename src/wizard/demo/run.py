@@ -64,8 +64,12 @@ def show_changes(setup: DemoSetup, outcome: Outcome, ci: bool) -> None:
         console.print("[bold]What the agent changed:[/bold]")
         console.print(render_diff(diff) if diff else "(no changes)")
     else:
-        changed = "no project files" if not diff else "files (below); nothing is reported as set up"
-        console.print(f"The run changed {changed}.")
+        changed = (
+            "none of the app's files (only the installed skill)"
+            if not diff
+            else "these files (below); nothing is reported as set up"
+        )
+        console.print(f"The agent changed {changed}.")
         if diff:
             console.print(render_diff(diff))
     console.print(
