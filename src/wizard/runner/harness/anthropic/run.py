@@ -40,7 +40,7 @@ from wizard.runner.harness.anthropic.adapter import (
 )
 from wizard.runner.harness.anthropic.sdk import load_sdk
 from wizard.runner.harness.pi.engine import ensure_pi, installed_pi
-from wizard.runner.harness.pi.prompts import runtime_notes
+from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
 from wizard.runner.harness.state import RunState
 from wizard.runner.harness.types import RunInputs, SessionStats, TaskRunInputs

@@ -21,8 +21,8 @@ from wizard.runner.harness import endings
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.engine import ensure_pi
 from wizard.runner.harness.pi.listener import RunListener
-from wizard.runner.harness.pi.prompts import runtime_notes
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
+from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.state import RunState
 from wizard.runner.harness.types import AgentSession, PromptResult, RunInputs, TaskRunInputs
 from wizard.signals import REMARK_INSTRUCTION

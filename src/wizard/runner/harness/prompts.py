@@ -1,4 +1,4 @@
-"""What the pi harness says to the model besides the program's own prompt."""
+"""What a harness says to the model besides the program's own prompt (both harnesses)."""
 
 from __future__ import annotations
 
