@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from wizard.atomic import write_atomically
 from wizard.errors import UsageError
 
 # Credentials in the user's home: read denied to commands, and a critical refusal in the
@@ -110,9 +111,7 @@ class SandboxPolicy:
         """This policy, its runtime settings written into `private_dir` (closed to commands)."""
         policy = self.denying(private_dir)
         path = private_dir / "sandbox-settings.json"
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(policy.host_spec()["config"], handle)
+        write_atomically(path, json.dumps(policy.host_spec()["config"]).encode(), 0o600)
         return replace(policy, settings_file=path)
 
     def host_spec(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from wizard.atomic import write_atomically
 from wizard.errors import EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted, ToolCalled
 from wizard.outcome import AgentResult
@@ -199,9 +200,10 @@ class AnthropicHarness:
         config.mkdir()
         temp.mkdir()
         token = workspace / "token"
-        _private_write(token, proxy.token)
+        write_atomically(token, proxy.token.encode(), 0o600)
         settings = config / "wizard-settings.json"
-        _private_write(settings, json.dumps({"apiKeyHelper": f"cat {shlex.quote(str(token))}"}))
+        helper = {"apiKeyHelper": f"cat {shlex.quote(str(token))}"}
+        write_atomically(settings, json.dumps(helper).encode(), 0o600)
         tools = [*run.tools(), *self._shell(run, workspace)]
         gate = FenceGate(sdk, _decided(run), run.halt.is_set)
         return sdk.ClaudeAgentOptions(
@@ -250,12 +252,6 @@ def _decided(run: RunState) -> Callable[[str, Any], Any]:
 
 def _text_of(sdk: ModuleType, message: Any) -> str:
     return "\n".join(b.text for b in message.content if isinstance(b, sdk.TextBlock)).strip()
-
-
-def _private_write(path: Path, text: str) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(text)
 
 
 def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
