@@ -118,7 +118,7 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
         outcome,
         project=str(project.resolve()),
         changed_files=tuple(record.changed),
-        unjournaled_changes=tuple(record.heavy_changed),
+        unjournaled_changes=(*record.heavy_changed, *record.large_changed),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from wizard.atomic import write_atomically
 from wizard.config import state_root
-from wizard.errors import UsageError
+from wizard.errors import ConfigError, UsageError
 from wizard.journal.store import Change, GitStore, Snapshot
 
 DEFAULT_KEEP = 20
@@ -45,6 +46,11 @@ class RunRecord(BaseModel):
     changed: list[str] = []
     heavy_before: dict[str, int] = {}
     heavy_changed: list[str] = []
+    # Files over the journal's size limit: fingerprinted, not stored, so undo leaves them.
+    large_before: dict[str, str] = {}
+    large_changed: list[str] = []
+    # Why the after-run snapshot could not be taken: this run cannot be undone.
+    journal_error: str | None = None
     undoes: str | None = None
     undone_by: str | None = None
 
@@ -101,16 +107,24 @@ class Journal:
         record = RunRecord(
             run_id=run_id, kind="undo" if undoes else "run", undoes=undoes, program=program,
             harness=harness, sequence=sequence, started_at=_now(), before=snapshot.tree,
-            before_modes=snapshot.modes, heavy_before=snapshot.heavy,
+            before_modes=snapshot.modes, heavy_before=snapshot.heavy, large_before=snapshot.large,
         )  # fmt: skip
         (self.state / "project").write_text(str(self.project))
         self._save(record)
         return record
 
     def finish(self, record: RunRecord, status: str) -> RunRecord:
-        """Snapshot the project after a run, whatever its outcome; prune old records."""
-        snapshot = self.store.snapshot()
-        self.store.keep(f"{record.run_id}/after", snapshot.tree)
+        """Snapshot the project after a run, whatever its outcome; prune old records.
+
+        A snapshot that fails still closes the record, with the reason: the run is not
+        undoable, and `wizard runs` says it ended."""
+        try:
+            snapshot = self.store.snapshot()
+            self.store.keep(f"{record.run_id}/after", snapshot.tree)
+        except (ConfigError, OSError) as exc:
+            update = {"ended_at": _now(), "status": status, "journal_error": str(exc)}
+            self._save(record.model_copy(update=update))
+            raise
         changes = self.store.changes(record.before, snapshot.tree)
         heavy_before = record.heavy_before
         finished = record.model_copy(
@@ -120,11 +134,8 @@ class Journal:
                 "after": snapshot.tree,
                 "after_modes": snapshot.modes,
                 "changed": _changed_paths(changes, record.before_modes, snapshot.modes),
-                "heavy_changed": sorted(
-                    name
-                    for name in {*heavy_before, *snapshot.heavy}
-                    if heavy_before.get(name) != snapshot.heavy.get(name)
-                ),
+                "heavy_changed": _differing(heavy_before, snapshot.heavy),
+                "large_changed": _differing(record.large_before, snapshot.large),
             }
         )
         self._save(finished)
@@ -242,3 +253,8 @@ def _changed_paths(
     paths = {change.path for change in changes}
     paths |= {p for p in {*old_modes, *new_modes} if old_modes.get(p) != new_modes.get(p)}
     return sorted(paths)
+
+
+def _differing(before: Mapping[str, object], after: Mapping[str, object]) -> list[str]:
+    """The names whose fingerprint differs, or that only one side has."""
+    return sorted(name for name in {*before, *after} if before.get(name) != after.get(name))

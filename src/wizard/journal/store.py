@@ -1,23 +1,39 @@
 """Snapshots of a project's files in a private git object store, and restoring them.
 
-Git's object store is the engine: deduplicated, and fast on large trees because a persistent
-index lets a snapshot rehash only the files whose stat changed. All of it lives in wizard's
-state folder (`git --git-dir=<state>/journal.git --work-tree=<project>` with an index of its
-own), so the user's repository, index, stash and refs are never touched, and nothing is
-written into the project. The user's `.gitignore` does not apply (`.env` is journaled too);
-only `.git` and the big dependency and build folders in `HEAVY_FOLDERS` are left out, and
-those are fingerprinted so an outro can say the run changed them.
+Git's object store is the engine: deduplicated and compact. All of it lives in wizard's state
+folder (`<state>/journal.git`, a bare store), so the user's repository, index, stash and refs
+are never touched, and nothing is written into the project.
+
+**Git never looks at the project.** The project is the agent's, and a repository's config
+runs code (`core.fsmonitor`, hooks, filters from `.gitattributes`). So wizard walks the
+project itself, without following a link, and writes each file's blob straight into the
+store's object folder; git only builds trees from a list (`update-index --index-info` into a
+private index, `write-tree`) and reads the store back (`diff-tree`, `cat-file`, `ls-tree`).
+Every git command runs in the state folder with a minimal environment (no `GIT_*`, no key of
+wizard's), no global or system config, and `core.fsmonitor`, hooks and protocols off.
+
+Nested repositories and submodules are plain folders here: their files are snapshotted byte
+for byte, their `.git` left out like the project's own. The user's `.gitignore` does not
+apply (`.env` is journaled too); the big dependency and build folders in `HEAVY_FOLDERS` are
+fingerprinted, not copied, and so is every file over `WIZARD_JOURNAL_MAX_FILE` bytes (50 MB):
+an outro can say the run changed them, and that undo cannot bring them back. Pipes, sockets
+and devices are not files and are left out.
 
 Git stores a file's content, whether it is executable, and symlinks. The exact permission
-bits of files that differ from git's two modes are kept beside each snapshot.
+bits of files that differ from git's two modes are kept beside each snapshot. A stat cache
+(size, times, inode) lets a snapshot rehash only the files that changed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
+import stat
 import subprocess
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,8 +47,15 @@ HEAVY_FOLDERS = frozenset(
         ".turbo", ".cache",
     }
 )  # fmt: skip
-_EXCLUDES = [f":(exclude,glob)**/{name}/**" for name in sorted(HEAVY_FOLDERS)]
 _GIT_MODES = {"100644": 0o644, "100755": 0o755}
+DEFAULT_MAX_FILE = 50_000_000
+# What wizard's git may see of the environment: enough to run, nothing of wizard's or git's.
+_GIT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
+_GIT_SETTINGS = (
+    "core.autocrlf=false", "core.fileMode=true", "core.symlinks=true", "core.fsmonitor=false",
+    "core.hooksPath=/dev/null", "core.untrackedCache=false", "protocol.allow=never",
+    "gc.auto=0", "maintenance.auto=false",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -42,6 +65,17 @@ class Snapshot:
     tree: str
     modes: dict[str, int] = field(default_factory=dict)
     heavy: dict[str, int] = field(default_factory=dict)  # folder → its mtime (ns)
+    # Files over the size limit, fingerprinted ("size:mtime_ns"), not stored.
+    large: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One file or link of the project as the walk found it."""
+
+    path: str
+    mode: str  # git's: 100644, 100755 or 120000
+    info: os.stat_result
 
 
 @dataclass(frozen=True)
@@ -67,21 +101,15 @@ class GitStore:
         self.state = state
         self.git_dir = state / "journal.git"
 
-    def _git(self, *args: str, store: bool = True) -> bytes:
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-        }
+    def _git(self, *args: str, store: bool = True, stdin: bytes | None = None) -> bytes:
+        env = {k: v for k, v in os.environ.items() if k in _GIT_ENV_ALLOW}
+        env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}
         if store:
-            env |= {
-                "GIT_DIR": str(self.git_dir),
-                "GIT_WORK_TREE": str(self.project),
-                "GIT_INDEX_FILE": str(self.state / "index"),
-            }
-        settings = ("core.autocrlf=false", "core.fileMode=true", "core.symlinks=true")
-        command = ["git", *(arg for s in settings for arg in ("-c", s)), *args]
-        done = subprocess.run(command, env=env, cwd=self.project, capture_output=True)
+            env |= {"GIT_DIR": str(self.git_dir), "GIT_INDEX_FILE": str(self.state / "index")}
+        command = ["git", *(arg for s in _GIT_SETTINGS for arg in ("-c", s)), *args]
+        done = subprocess.run(
+            command, env=env, cwd=self.state, input=stdin, capture_output=True, check=False
+        )
         if done.returncode != 0:
             raise ConfigError(
                 f"The run journal's git failed: git {' '.join(args[:2])}: "
@@ -98,28 +126,87 @@ class GitStore:
     def snapshot(self) -> Snapshot:
         """Record the project's files now."""
         self._ensure()
-        self._git("add", "--all", "--force", "--", ".", *_EXCLUDES)
-        tree = self._git("write-tree").decode().strip()
-        modes, heavy = self._walk()
-        return Snapshot(tree, modes, heavy)
-
-    def _walk(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Permission bits git cannot keep, and the heavy folders' fingerprints."""
+        limit = int(os.environ.get("WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE))
+        cache = self._load_cache()
+        fresh: dict[str, list[int | str]] = {}
+        lines: list[str] = []
         modes: dict[str, int] = {}
+        large: dict[str, str] = {}
         heavy: dict[str, int] = {}
-        for root, folders, files in os.walk(self.project):
-            relative = Path(root).relative_to(self.project)
-            for name in list(folders):
-                if name == ".git" or name in HEAVY_FOLDERS:
-                    folders.remove(name)
-                    if name != ".git":
-                        heavy[str(relative / name)] = os.stat(Path(root, name)).st_mtime_ns
-            for name in files:
-                stat = os.lstat(Path(root, name))
-                bits = stat.st_mode & 0o7777
-                if not Path(root, name).is_symlink() and bits != (0o755 if bits & 0o100 else 0o644):
-                    modes[str(relative / name)] = bits
-        return modes, heavy
+        for entry in self._entries(heavy):
+            info = entry.info
+            if entry.mode != "120000" and info.st_size > limit:
+                large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
+                continue
+            key: list[int | str] = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+            cached = cache.get(entry.path)
+            blob = str(cached[-1]) if cached and cached[:-1] == key else self._store(entry)
+            fresh[entry.path] = [*key, blob]
+            lines.append(f"{entry.mode} {blob}\t{entry.path}")
+            bits = stat.S_IMODE(info.st_mode)
+            if entry.mode != "120000" and bits != (0o755 if bits & 0o100 else 0o644):
+                modes[entry.path] = bits
+        (self.state / "index").unlink(missing_ok=True)
+        listing = "\0".join(lines).encode(errors="surrogateescape") + b"\0"
+        self._git("update-index", "-z", "--index-info", stdin=listing if lines else b"")
+        tree = self._git("write-tree").decode().strip()
+        self._save_cache(fresh)
+        return Snapshot(tree, modes, heavy, large)
+
+    def _entries(self, heavy: dict[str, int]) -> Iterator[_Entry]:
+        """Every file and link beneath the project, through no followed link; no `.git`,
+        nothing that is not a file or a link. Heavy folders go into `heavy` (their mtimes)."""
+        stack = [""]
+        while stack:
+            relative = stack.pop()
+            try:
+                found = list(os.scandir(self.project / relative))
+            except OSError:
+                continue
+            for item in found:
+                path = f"{relative}/{item.name}" if relative else item.name
+                try:
+                    info = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    if item.name in HEAVY_FOLDERS:
+                        heavy[path] = info.st_mtime_ns
+                    elif item.name != ".git":
+                        stack.append(path)
+                elif item.name == ".git":
+                    continue  # a submodule's pointer to its repository
+                elif stat.S_ISLNK(info.st_mode):
+                    yield _Entry(path, "120000", info)
+                elif stat.S_ISREG(info.st_mode):
+                    yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
+
+    def _store(self, entry: _Entry) -> str:
+        """Write the entry's blob into the store's objects (if new); its id."""
+        absolute = self.project / entry.path
+        if entry.mode == "120000":
+            content = os.fsencode(os.readlink(absolute))
+        else:
+            descriptor = os.open(absolute, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(descriptor, "rb") as handle:
+                content = handle.read()
+        data = b"blob %d\0" % len(content) + content
+        blob = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+        target = self.git_dir / "objects" / blob[:2] / blob[2:]
+        if not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            write_atomically(target, zlib.compress(data, 1), 0o444)
+        return blob
+
+    def _load_cache(self) -> Mapping[str, list[int | str]]:
+        try:
+            loaded = json.loads((self.state / "stat-cache.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    def _save_cache(self, cache: Mapping[str, list[int | str]]) -> None:
+        write_atomically(self.state / "stat-cache.json", json.dumps(cache).encode(), 0o600)
 
     def keep(self, ref: str, tree: str) -> None:
         """Keep `tree` alive under `refs/wizard/<ref>` (until `forget`)."""
@@ -129,6 +216,8 @@ class GitStore:
         """Drop refs and the objects only they kept."""
         for ref in refs:
             self._git("update-ref", "-d", f"refs/wizard/{ref}")
+        # The stat cache may name blobs the collection drops: the next snapshot rehashes.
+        (self.state / "stat-cache.json").unlink(missing_ok=True)
         self._git("gc", "--quiet", "--prune=now")
 
     def changes(self, old: str, new: str) -> list[Change]:

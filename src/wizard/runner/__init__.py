@@ -143,7 +143,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
         outcome = await _run(request, binding, gateway, harness, sandbox)
     finally:
         sandbox.close()
-    return replace(outcome, warnings=sandbox.warnings)
+    return replace(outcome, warnings=(*sandbox.warnings, *outcome.warnings))
 
 
 async def _run(
@@ -178,6 +178,8 @@ async def _run(
         journal.finish("cancelled")
         raise
     journal.finish(outcome.status)
+    if journal.warning is not None:
+        outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
     return outcome
 
 

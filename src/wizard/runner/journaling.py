@@ -14,6 +14,7 @@ from wizard.journal import Journal, RunRecord, git_available
 from wizard.runner.sequence.context import RunContext
 
 _OFF = "this run is not journaled, so `wizard undo` cannot take it back"
+NOT_JOURNALED = "Not journaled: undo is off for this run"
 
 
 @dataclass
@@ -23,6 +24,8 @@ class RunJournal:
     context: RunContext
     journal: Journal | None = None
     record: RunRecord | None = None
+    # Why the run is not journaled, for the outcome's warnings; None when it is.
+    warning: str | None = None
 
     @classmethod
     def open(cls, context: RunContext) -> RunJournal:
@@ -31,7 +34,7 @@ class RunJournal:
             context.sink(
                 LogLine(f"git was not found: {_OFF}. Install git to turn it on.", "warning")
             )
-            return cls(context)
+            return cls(context, warning=f"{NOT_JOURNALED} (git was not found).")
         try:
             journal = Journal(context.project_dir)
             binding = context.binding
@@ -40,7 +43,7 @@ class RunJournal:
             )
         except (WizardError, OSError) as exc:
             context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
-            return cls(context)
+            return cls(context, warning=f"{NOT_JOURNALED} ({exc}).")
         return cls(context, journal, record)
 
     def finish(self, status: str) -> RunRecord | None:
@@ -51,4 +54,5 @@ class RunJournal:
             return self.journal.finish(self.record, status)
         except (WizardError, OSError) as exc:
             self.context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
+            self.warning = f"{NOT_JOURNALED} ({exc})."
             return None

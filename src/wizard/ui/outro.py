@@ -53,4 +53,5 @@ def _way_back(outcome: Outcome) -> list[RenderableType]:
     if outcome.unjournaled_changes:
         folders = ", ".join(outcome.unjournaled_changes)
         lines.append(Text(f"Also changed, and not journaled (undo leaves them): {folders}"))
+    lines += [Text(f"Warning: {warning}", style="yellow") for warning in outcome.warnings]
     return lines
