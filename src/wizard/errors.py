@@ -40,3 +40,7 @@ class EngineError(WizardError):
 
 class EngineInstallError(EngineError):
     """Installing the agent engine failed."""
+
+
+class EngineChanged(EngineError):
+    """An installed engine's files changed since wizard installed them: it is not run."""

@@ -38,14 +38,14 @@ def _request(project: Path, recorder: EventRecorder) -> RunRequest:
 
 async def test_a_run_is_journaled(tmp_path: Path) -> None:
     recorder = EventRecorder()
-    fake = FakePiSession(TURNS, builtin_results={"write": "written"})
+    fake = FakePiSession(TURNS)
     outcome = await run_program(_request(tmp_path, recorder), PiHarness(session_factory=fake))
     assert outcome.status == "succeeded"
     record = Journal(tmp_path).get("run-under-test")
     assert record is not None and record.status == "succeeded"
-    # The fake engine writes nothing; the skill wizard installed is the run's change.
+    # The skill wizard installed, and the file the agent wrote with wizard's write tool.
     assert record.changed == [".claude/skills/transactional-email/.wizard-skill",
-                              ".claude/skills/transactional-email/SKILL.md"]  # fmt: skip
+                              ".claude/skills/transactional-email/SKILL.md", "a.txt"]  # fmt: skip
 
 
 async def test_without_git_the_run_goes_on_and_says_undo_is_off(
@@ -61,7 +61,7 @@ async def test_without_git_the_run_goes_on_and_says_undo_is_off(
     project = tmp_path / "project"
     project.mkdir()
     recorder = EventRecorder()
-    fake = FakePiSession(TURNS, builtin_results={"write": "written"})
+    fake = FakePiSession(TURNS)
     outcome = await run_program(_request(project, recorder), PiHarness(session_factory=fake))
     assert outcome.status == "succeeded"
     warnings = [e.message for e in recorder.events if isinstance(e, LogLine)]

@@ -73,7 +73,11 @@ async def test_success_with_a_bash_call(tmp_path: Path) -> None:
     scenario = {
         "responses": [
             {"blocks": [{"text": "[STATUS] Looking\n"}, call("mcp__wizard__bash", command="ls")]},
-            {"blocks": [call("Write", file_path=str(tmp_path / "wizard.txt"), content="set\n")]},
+            {
+                "blocks": [
+                    call("mcp__wizard__write", path=str(tmp_path / "wizard.txt"), content="set\n")
+                ]
+            },
             said("Done."),
             REMARK,
         ]
@@ -131,7 +135,7 @@ async def test_a_script_the_agent_runs_cannot_print_the_gateway_key(tmp_path: Pa
     )
     scenario = {
         "responses": [
-            {"blocks": [call("Write", file_path=str(tmp_path / "snoop.py"), content=snoop)]},
+            {"blocks": [call("mcp__wizard__write", path="snoop.py", content=snoop)]},
             {"blocks": [call("mcp__wizard__bash", command="python3 snoop.py")]},
             said("Done."),
             REMARK,

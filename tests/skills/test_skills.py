@@ -84,6 +84,18 @@ def test_install_never_overwrites_a_folder_the_user_owns(tmp_path: Path) -> None
     assert (mine / "SKILL.md").read_text() == "my own notes"
 
 
+@pytest.mark.parametrize("link", [".claude", ".claude/skills", ".claude/skills/alpha"])
+def test_install_refuses_a_link_on_the_way_out_of_the_project(tmp_path: Path, link: str) -> None:
+    _skill_dir(tmp_path / "skills", "alpha")
+    project, home = tmp_path / "project", tmp_path / "home"
+    home.mkdir()
+    (project / link).parent.mkdir(parents=True, exist_ok=True)
+    (project / link).symlink_to(home)
+    result = install_skill(DirectorySkills(tmp_path / "skills"), "alpha", project)
+    assert result.kind == "unsafe-path" and "Nothing was changed" in result.message()
+    assert list(home.iterdir()) == []
+
+
 def test_install_failures_name_the_fix(tmp_path: Path) -> None:
     _skill_dir(tmp_path / "skills", "broken", body="no front matter")
     source = DirectorySkills(tmp_path / "skills")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from wizard.tools.base import Decision
 from wizard.tools.fence import MAX_TOOL_CALLS, Fence, child_env
+from wizard.tools.files import edit_text, read_text, write_text
 
 SECRET = "s3cr3t-value-never-shown"
 
@@ -74,19 +75,9 @@ def attempt(fence: Fence, world: World, tool: str, args: Mapping[str, Any]) -> t
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         return decision, done.stdout + done.stderr
-    target = fence.resolve(str(args["path"]))
-    assert target is not None, "the fence allowed a path it cannot resolve"
-    if tool == "read":
-        return decision, target.read_text()
-    if tool == "write":
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(str(args["content"]))
-        return decision, "written"
-    text = target.read_text()
-    for edit in args["edits"]:
-        text = text.replace(edit["oldText"], edit["newText"])
-    target.write_text(text)
-    return decision, "edited"
+    # The file tools wizard gives both engines, which check the path again as they open it.
+    run = {"read": read_text, "write": write_text, "edit": edit_text}[tool]
+    return decision, run(fence.root, args).text
 
 
 def bash(command: str) -> tuple[str, dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,6 @@ from wizard.runner.sandboxing import NO_SANDBOX_WARNING, RunSandbox
 from wizard.tools import sandbox
 from wizard.tools.fence import Fence
 from wizard.tools.sandbox import (
-    PACKAGE_CACHES,
     REGISTRY_HOSTS,
     SECRET_HOME_PATHS,
     build_policy,
@@ -25,15 +25,40 @@ from wizard.tools.sandbox import (
 )
 
 
-def test_the_policy_writes_only_the_project_temp_and_caches(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    policy = build_policy(tmp_path / "p", tmp_path / "t", home=home, environ={})
+def test_the_policy_writes_only_the_project_and_the_runs_temp(tmp_path: Path) -> None:
+    home, temp = tmp_path / "home", tmp_path / "t"
+    (home / ".nvm").mkdir(parents=True)
+    (tmp_path / "p" / "vendor" / "lib" / ".git").mkdir(parents=True)
+    (tmp_path / "p" / ".git").mkdir()
+    policy = build_policy(tmp_path / "p", temp, home=home, environ={})
     project = str((tmp_path / "p").resolve())
-    assert policy.write == (project, str(tmp_path / "t"), *(str(home / c) for c in PACKAGE_CACHES))
+    assert policy.write == (project, str(temp))
+    assert f"{project}/.git" in policy.deny_write
+    assert f"{project}/vendor/lib/.git" in policy.deny_write
+    assert f"{project}/.husky" in policy.deny_write
     assert f"{project}/**/.env" in policy.deny_read and f"{project}/**/.env.*" in policy.deny_read
-    for secret in SECRET_HOME_PATHS:
-        assert str(home / secret) in policy.deny_read
-    assert str(home / ".bash_history") in policy.deny_read
+
+
+def test_outside_the_project_the_home_folder_is_closed_but_toolchains(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for folder in (".nvm", ".cache/pip", ".ssh", ".config/wizard"):
+        (home / folder).mkdir(parents=True)
+    policy = build_policy(tmp_path / "p", tmp_path / "t", home=home, environ={})
+    assert str(home) in policy.deny_read
+    assert tempfile.gettempdir() in policy.deny_read  # other runs' folders and tokens
+    assert {str(home / ".nvm"), str(home / ".cache/pip")} <= set(policy.allow_read)
+    assert not any(p.startswith(str(home / ".ssh")) for p in policy.allow_read)
+    assert not any(p.startswith(str(home / ".config")) for p in policy.allow_read)
+    assert policy.command_env["TMPDIR"] == str(tmp_path / "t")
+    assert policy.command_env["npm_config_cache"] == str(tmp_path / "t" / "caches" / "npm")
+
+
+def test_other_names_of_an_env_file_are_closed_too(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / ".env").write_text("KEY=1\n")
+    os.link(tmp_path / "p" / ".env", tmp_path / "p" / "settings.txt")
+    policy = build_policy(tmp_path / "p", tmp_path / "t", environ={})
+    assert str((tmp_path / "p" / "settings.txt").resolve()) in policy.deny_read
 
 
 def test_the_network_allows_registries_program_hosts_and_the_setting(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,9 @@ SKILLS_ROOT = Path(".claude") / "skills"
 MARKER = ".wizard-skill"
 
 InstallKind = Literal[
-    "ok", "menu-fetch-failed", "skill-not-found", "download-failed", "invalid-skill", "conflict"
-]
+    "ok", "menu-fetch-failed", "skill-not-found", "download-failed", "invalid-skill", "conflict",
+    "unsafe-path",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class SkillInstall:
             "invalid-skill": "The skill is malformed; fix its SKILL.md front matter.",
             "conflict": f"{SKILLS_ROOT / self.skill_id} already exists and was not installed by "
             "the wizard; move it away (nothing was changed), then run again.",
+            "unsafe-path": f"{SKILLS_ROOT / self.skill_id} passes through a link or something "
+            "that is not a folder; wizard installs skills only into real folders of the "
+            "project. Nothing was changed.",
         }
         return f"{fixes[self.kind]} {self.detail}".strip()
 
@@ -67,6 +72,8 @@ def install_skill(source: SkillSource, skill_id: str, project_dir: Path) -> Skil
         return SkillInstall("skill-not-found", skill_id)
     relative = SKILLS_ROOT / skill_id
     target = project_dir / relative
+    if (unsafe := _unsafe_component(project_dir, relative)) is not None:
+        return SkillInstall("unsafe-path", skill_id, detail=f"({unsafe})")
     if target.exists() and not (target / MARKER).exists():
         return SkillInstall("conflict", skill_id)
     with tempfile.TemporaryDirectory(prefix="wizard-skill-") as staging:
@@ -87,6 +94,21 @@ def install_skill(source: SkillSource, skill_id: str, project_dir: Path) -> Skil
         shutil.copytree(staged, beside)
         replace_folder(beside, target)
     return SkillInstall("ok", skill_id, path=Path(os.path.normpath(relative)))
+
+
+def _unsafe_component(project_dir: Path, relative: Path) -> str | None:
+    """The first part of `relative` that is a link or not a folder, so that an install there
+    could land outside the project; None when every existing part is a real folder."""
+    path = project_dir
+    for part in relative.parts:
+        path = path / part
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            return str(path.relative_to(project_dir))
+    return None
 
 
 def skill_file(install: SkillInstall) -> Path:

@@ -15,6 +15,7 @@ critical: the fence latches and the run ends.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.tools.base import Decision
+from wizard.tools.paths import ENV_TEMPLATES
 from wizard.tools.sandbox import SECRET_HOME_PATHS
 
 PACKAGE_MANAGERS = {"npm", "pnpm", "yarn", "bun", "pip", "pip3", "uv", "poetry", "pipenv"}
@@ -40,20 +42,37 @@ INSPECTION = {
 FILE_CHORES = {"mkdir", "touch", "rm", "cp", "mv"}
 GIT_READ = {"status", "diff", "log", "show", "branch", "rev-parse", "remote", "ls-files"}
 
-HOSTILE: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"(^|[\s/;&|])(env|printenv|export\s+-p|declare\s+-x|compgen\s+-v)(\s|$)"),
+# The start of a simple command: where a program name stands.
+_COMMAND_START = r"(?:^|[;&|(]\s*|\b(?:exec|nohup|xargs|time|command)\s+)"
+# A name in the user's home folder: `~/x`, or the home folder's absolute path (`{home}`).
+_IN_HOME = r"(?:~|{home})/"
+_NAME_END = r"(?=$|[\s/'\"])"
+SHELL_PROFILES = (".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".bash_login")
+HOSTILE_RULES: list[tuple[str, str]] = [
+    (_COMMAND_START + r"(env|printenv|export\s+-p|declare\s+-x|compgen\s+-v)(\s|$)",
      "dumping the environment"),
-    (re.compile(r"/proc/[^\s/]+/environ"), "reading a process environment"),
-    (re.compile(r"(^|\s)(sudo|su|doas)(\s|$)"), "running as another user"),
-    (re.compile(r"(curl|wget)\b[^|]*\|\s*(ba|z|da|k)?sh\b"), "piping a download into a shell"),
-    (re.compile(r"(ba|z|da|k)?sh\s+<\(\s*(curl|wget)"), "running a downloaded script"),
-    (re.compile(r"\bid_(rsa|ed25519|ecdsa)\b"), "reading SSH keys"),
-    # The same credentials the OS sandbox closes to every command (one list, in sandbox.py).
-    (re.compile("|".join(rf"(^|[\s/~'\"=]){re.escape(p)}\b" for p in SECRET_HOME_PATHS)),
+    (r"/proc/[^\s/]+/environ", "reading a process environment"),
+    (_COMMAND_START + r"(sudo|su|doas)(\s|$)", "running as another user"),
+    (r"(curl|wget)\b[^|]*\|\s*(ba|z|da|k)?sh\b", "piping a download into a shell"),
+    (r"(ba|z|da|k)?sh\s+<\(\s*(curl|wget)", "running a downloaded script"),
+    (r"(^|[\s/'\"=])id_(rsa|ed25519|ecdsa)" + _NAME_END, "reading SSH keys"),
+    # The same credentials the OS sandbox closes to every command (one list, in sandbox.py),
+    # where they are: in the home folder.
+    (_IN_HOME + "(" + "|".join(re.escape(p) for p in SECRET_HOME_PATHS) + ")" + _NAME_END,
      "reading credentials"),
-    (re.compile(r"\.(bashrc|bash_profile|zshrc|zprofile|profile|bash_login)\b"),
+    (_IN_HOME + "(" + "|".join(re.escape(p) for p in SHELL_PROFILES) + ")" + _NAME_END,
      "touching a shell profile"),
 ]  # fmt: skip
+
+
+@functools.cache
+def _hostile_patterns(home: str) -> list[tuple[re.Pattern[str], str]]:
+    return [
+        (re.compile(rule.replace("{home}", re.escape(home.rstrip("/")))), what)
+        for rule, what in HOSTILE_RULES
+    ]
+
+
 _FORBIDDEN_SYNTAX = [
     ("$", "variable or command expansion"),
     ("`", "command substitution"),
@@ -63,8 +82,6 @@ _FORBIDDEN_SYNTAX = [
     ("\n", "multi-line commands"),
 ]
 _ENV_MENTION = re.compile(r"\.env(?:\.[\w-]+)?")
-# Environment-file templates hold no secrets; every other `.env*` file is closed.
-ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
 _SPLIT = re.compile(r"\s*(?:&&|\|\||\|)\s*")
 _ALLOWED_REDIRECTS = re.compile(r"\s(2>&1|>\s*/dev/null|2>\s*/dev/null)(?=\s|$)")
 
@@ -80,9 +97,9 @@ class CommandContext:
     sandboxed: bool = False
 
 
-def hostile_reason(text: str) -> str | None:
+def hostile_reason(text: str, home: Path | None = None) -> str | None:
     """Why `text` (a command or a path) is plainly hostile, or None."""
-    for pattern, what in HOSTILE:
+    for pattern, what in _hostile_patterns(str(home or Path.home())):
         if pattern.search(text):
             return f"Blocked: {what} is never allowed."
     return None

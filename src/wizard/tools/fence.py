@@ -10,16 +10,19 @@ and the harness ends the run as `WIZARD_SECURITY_VIOLATION`.
 
 from __future__ import annotations
 
-import errno
+import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from wizard.tools.base import Decision
-from wizard.tools.commands import ENV_TEMPLATES, CommandContext, check_command, hostile_reason
+from wizard.tools.commands import CommandContext, check_command, hostile_reason
+from wizard.tools.paths import ProjectRoot, Refusal, is_env_name
 
 MAX_TOOL_CALLS = 250
+# A tool call whose arguments are larger than this is refused before it runs.
+MAX_TOOL_ARGS_BYTES = 1 << 20
 # A write may not shrink an existing file of at least this many non-blank characters by more
 # than this share: that is almost always a model rewriting a file it only partly read.
 SHRINK_GUARD_MIN_CHARS = 400
@@ -52,7 +55,7 @@ def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def is_env_file(path: Path) -> bool:
     """Whether `path` names a `.env*` file that holds secrets (templates do not)."""
-    return path.name.startswith(".env") and path.name not in ENV_TEMPLATES
+    return is_env_name(path.name)
 
 
 class Fence:
@@ -66,33 +69,14 @@ class Fence:
         max_calls: int = MAX_TOOL_CALLS,
         sandboxed: bool = False,
     ) -> None:
-        self.project_dir = project_dir.resolve()
+        self.root = ProjectRoot(project_dir)
+        self.project_dir = self.root.root
         # With the OS sandbox on, rules it enforces for commands are not repeated here.
         self.sandboxed = sandboxed
         self.disallowed_tools = frozenset(disallowed_tools)
         self.max_calls = max_calls
         self.calls = 0
         self.violation: str | None = None
-
-    def resolve(self, raw: str) -> Path | None:
-        """`raw` resolved against the project with symlinks followed, or None if outside."""
-        resolved = self._resolve(raw)
-        if isinstance(resolved, str):  # unresolvable: fail closed
-            return None
-        return resolved if resolved.is_relative_to(self.project_dir) else None
-
-    def _resolve(self, raw: str) -> Path | str:
-        """`raw` with symlinks followed, or why it cannot be resolved."""
-        try:
-            return (self.project_dir / Path(raw.removeprefix("@")).expanduser()).resolve()
-        except RuntimeError:  # Python < 3.13 reports a symlink loop so
-            return f"{raw} is a symlink loop: it leads back to itself and names no file."
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return f"{raw} is a symlink loop: it leads back to itself and names no file."
-            return f"{raw} cannot be resolved: {exc.strerror}."
-        except ValueError as exc:
-            return f"{raw} is not a valid path: {exc}."
 
     def check(self, tool: str, args: Mapping[str, Any]) -> Decision:
         """Whether the call `tool(args)` may run. Counts the call against the cap."""
@@ -103,6 +87,12 @@ class Fence:
             return self._latch(f"Stopped: exceeded {self.max_calls} tool calls (runaway guard).")
         if tool in self.disallowed_tools:
             return Decision(False, f"The tool {tool} is not allowed in this program.")
+        if (size := _size(args)) > MAX_TOOL_ARGS_BYTES:
+            return Decision(
+                False,
+                f"{tool}'s arguments are {size:,} bytes, over the {MAX_TOOL_ARGS_BYTES:,} a tool "
+                "call may carry. Write large files in parts (write, then edit to add).",
+            )
         if tool == "bash":
             decision = self._check_bash(args.get("command"))
         elif tool in _PATH_TOOLS:
@@ -129,13 +119,10 @@ class Fence:
 
     def _check_overwrite(self, raw: str, content: Any) -> Decision:
         """Refuse a `write` that would throw away most of an existing file the user owns."""
-        target = self.resolve(raw)
-        if target is None or not target.is_file() or not isinstance(content, str):
+        existing = self.root.read_bytes(raw)
+        if isinstance(existing, Refusal) or not isinstance(content, str):
             return ALLOW
-        try:
-            old = len("".join(target.read_text(errors="replace").split()))
-        except OSError:
-            return ALLOW
+        old = len("".join(existing.decode(errors="replace").split()))
         new = len("".join(content.split()))
         if old >= SHRINK_GUARD_MIN_CHARS and new < old * (1 - SHRINK_GUARD_LOSS):
             return Decision(
@@ -146,19 +133,29 @@ class Fence:
         return ALLOW
 
     def path_error(self, raw: str) -> str | None:
-        """Why the path `raw` may not be touched, or None when it may."""
-        resolved = self._resolve(raw)
-        if isinstance(resolved, str):
-            return resolved
-        if not resolved.is_relative_to(self.project_dir):
-            return f"{raw} is outside the project directory {self.project_dir}."
-        if is_env_file(resolved):
-            return (
-                f"{raw} is an environment file. Use check_env_keys to see which keys exist "
-                "and set_env_values to set them; values are never shown."
-            )
+        """Why the path `raw` may not be touched, or None when it may.
+
+        The same walk the file tools open with (`ProjectRoot`): a name that is missing, or
+        a folder, is no reason to refuse a command's argument.
+        """
+        located = self.root.locate(raw)
+        if isinstance(located, Refusal):
+            return None if located.kind in ("missing", "folder") else located.reason
+        with located:
+            if is_env_name(located.name):
+                return (
+                    f"{raw} is an environment file. Use check_env_keys to see which keys exist "
+                    "and set_env_values to set them; values are never shown."
+                )
         return None
 
     def _latch(self, reason: str) -> Decision:
         self.violation = reason
         return Decision(False, reason, critical=True)
+
+
+def _size(args: Mapping[str, Any]) -> int:
+    try:
+        return len(json.dumps(args, ensure_ascii=False).encode())
+    except (TypeError, ValueError):
+        return 0

@@ -2,16 +2,23 @@
 
 The fence judges each tool call by its text; the sandbox makes the operating system enforce
 the boundary for everything that call starts, scripts the agent wrote included. Both take
-their rules from here, so they cannot drift apart:
+their rules from here, so they cannot drift apart. Outside the project the policy is an
+allowlist, not a list of secrets:
 
-- **write**: the project, the run's temp folder, and the package-manager caches a setup
-  needs; nothing else;
-- **read denied**: `.env*` files anywhere in the project (the agent uses `check_env_keys` /
-  `set_env_values`), the user's credentials and shell histories, wizard's own state, logs and
-  engines, and the run's private folders (pi's agent folder, the host-tool bridge);
+- **read**: the system (`/usr`, `/etc`, ...), the project, the run's own temp folder, and in
+  the home folder only the toolchains and package caches in `HOME_READABLE`. The rest of the
+  home folder is closed (credentials, shell rc files, wizard's config, other projects), and
+  so is the system temp folder (other runs' folders and tokens), wizard's state and logs,
+  and the run's private folders (pi's agent folder, the host-tool bridge). In the project,
+  `.env*` files (and other names of them) are closed at any depth: the agent uses
+  `check_env_keys` / `set_env_values`;
+- **write**: the project (never its `.git` folders at any depth that exist when the run
+  starts, nor `.husky`) and the run's temp folder, nothing else. Package managers get
+  private caches in the run's temp folder (`command_env`), so nothing a command writes
+  outlives the run outside the project;
 - **network**: the package registries, the hosts the program declares, and
   `WIZARD_SANDBOX_ALLOW_HOSTS`; everything else is denied, the gateway included (only wizard
-  talks to the gateway).
+  talks to the gateway). The allowed hosts can still carry data out.
 
 pi's host enforces the policy with `@anthropic-ai/sandbox-runtime` (bubblewrap, socat and
 ripgrep on Linux; `sandbox-exec` on macOS).
@@ -25,6 +32,7 @@ import os
 import platform
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,6 +40,7 @@ from typing import Any
 
 from wizard.atomic import write_atomically
 from wizard.errors import UsageError
+from wizard.tools.paths import ProjectRoot
 
 # Credentials in the user's home: read denied to commands, and a critical refusal in the
 # fence when a command names one.
@@ -55,18 +64,19 @@ HISTORY_FILES = (
     ".mysql_history",
     ".local/share/fish/fish_history",
 )
-PACKAGE_CACHES = (
-    ".npm",
-    ".cache/pip",
-    ".cache/uv",
-    ".cache/pnpm",
-    ".local/share/pnpm",
-    ".cache/yarn",
-    ".yarn",
-    ".cargo/registry",
-    ".cargo/git",
-    ".bun/install/cache",
-)
+# What a command may read of the home folder: toolchains and package caches, read-only.
+HOME_READABLE = (
+    ".nvm", ".volta", ".fnm", ".asdf", ".pyenv", ".rbenv", ".rustup", ".cargo/bin", ".sdkman",
+    ".local/bin", ".local/lib", ".local/share/pnpm", ".bun/bin", ".deno/bin", "go/pkg/mod",
+    ".npm/_cacache", ".cache/pip", ".cache/uv", ".cache/pnpm", ".cache/yarn", ".m2/repository",
+)  # fmt: skip
+# Where each package manager keeps its cache, pointed into the run's temp folder.
+PRIVATE_CACHES = {
+    "npm_config_cache": "npm", "npm_config_store_dir": "pnpm-store", "YARN_CACHE_FOLDER": "yarn",
+    "YARN_GLOBAL_FOLDER": "yarn-global", "PIP_CACHE_DIR": "pip", "UV_CACHE_DIR": "uv",
+    "CARGO_HOME": "cargo", "BUN_INSTALL_CACHE_DIR": "bun", "GOMODCACHE": "go-mod",
+    "GOCACHE": "go-build", "XDG_CACHE_HOME": "xdg-cache",
+}  # fmt: skip
 REGISTRY_HOSTS = (
     "registry.npmjs.org",
     "registry.yarnpkg.com",
@@ -96,6 +106,11 @@ class SandboxPolicy:
     write: tuple[str, ...]
     deny_read: tuple[str, ...]
     allow_hosts: tuple[str, ...]
+    # Re-opened for reading inside the closed folders: the project, toolchains, caches.
+    allow_read: tuple[str, ...] = ()
+    deny_write: tuple[str, ...] = ()
+    # Set for every command: private package caches and temp folder.
+    command_env: Mapping[str, str] = field(default_factory=dict)
     # Run before each command, outside the sandbox: caps its process count (a cgroup with
     # `pids.max`, else `ulimit -u`), so a fork bomb ends in its own failure.
     cap_prefix: str = ""
@@ -106,6 +121,10 @@ class SandboxPolicy:
     def denying(self, *paths: Path | str) -> SandboxPolicy:
         """This policy, with more paths closed to reading (a run's private folders)."""
         return replace(self, deny_read=(*self.deny_read, *(str(p) for p in paths)))
+
+    def reading(self, *paths: Path | str) -> SandboxPolicy:
+        """This policy, with more paths open to reading (the sandbox runtime's own files)."""
+        return replace(self, allow_read=(*self.allow_read, *(str(p) for p in paths)))
 
     def with_settings_file(self, private_dir: Path) -> SandboxPolicy:
         """This policy, its runtime settings written into `private_dir` (closed to commands)."""
@@ -120,11 +139,12 @@ class SandboxPolicy:
             "network": {"allowedDomains": list(self.allow_hosts), "deniedDomains": []},
             "filesystem": {
                 "denyRead": list(self.deny_read),
+                "allowRead": list(self.allow_read),
                 "allowWrite": list(self.write),
-                "denyWrite": [],
+                "denyWrite": list(self.deny_write),
             },
         }
-        return {"config": config, "prefix": self.cap_prefix}
+        return {"config": config, "prefix": self.cap_prefix, "env": dict(self.command_env)}
 
 
 def build_policy(
@@ -142,20 +162,43 @@ def build_policy(
     home = home or Path.home()
     project = project.resolve()
     extra_hosts = [h.strip() for h in environ.get("WIZARD_SANDBOX_ALLOW_HOSTS", "").split(",")]
+    system_temp = Path(tempfile.gettempdir()).resolve()
     deny = [
+        str(home),
+        *([str(system_temp)] if system_temp != Path("/") else []),
         f"{project}/**/.env",
         f"{project}/**/.env.*",
-        *(str(home / p) for p in (*SECRET_HOME_PATHS, *HISTORY_FILES)),
+        *(str(p) for p in ProjectRoot(project).env_aliases()),
         *(str(p) for p in private),
     ]
+    readable = [str(home / p) for p in HOME_READABLE if (home / p).is_dir()]
     return SandboxPolicy(
         project=project,
-        write=(str(project), str(temp_dir), *(str(home / c) for c in PACKAGE_CACHES)),
+        write=(str(project), str(temp_dir)),
         deny_read=tuple(dict.fromkeys(deny)),
+        allow_read=tuple(dict.fromkeys([str(project), str(temp_dir), *readable])),
+        deny_write=tuple(_closed_to_writes(project)),
         allow_hosts=tuple(dict.fromkeys([*REGISTRY_HOSTS, *hosts, *filter(None, extra_hosts)])),
+        command_env={
+            "TMPDIR": str(temp_dir),
+            **{name: str(temp_dir / "caches" / folder) for name, folder in PRIVATE_CACHES.items()},
+        },
         cap_prefix=cap_prefix,
         home=home,
     )
+
+
+def _closed_to_writes(project: Path) -> list[str]:
+    """The project's `.git` folders (its own and nested ones) and `.husky`: what runs code
+    when the user's git works in the project."""
+    closed = [str(project / ".husky")]
+    for folder, folders, _ in os.walk(project):
+        if ".git" in folders:
+            closed.append(str(Path(folder, ".git")))
+        folders[:] = [f for f in folders if f not in (".git", "node_modules")]
+    if (project / ".git").is_file():  # a worktree or submodule's pointer
+        closed.append(str(project / ".git"))
+    return closed
 
 
 def sandbox_enabled(environ: Mapping[str, str], flag_off: bool) -> bool:

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shlex
 import signal
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,15 @@ from wizard.tools.sandbox import SandboxPolicy
 
 DEFAULT_TIMEOUT_S = 300
 MAX_OUTPUT_CHARS = 30_000
+# A stopped command gets this long to end (the sandbox runtime then removes its mount
+# placeholders) before it is killed.
+STOP_GRACE_S = 3.0
+# Names the sandbox runtime mounts over in the project; where one is missing it leaves an
+# empty placeholder, which a killed runtime cannot remove.
+PLACEHOLDERS = (
+    ".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
+    ".ripgreprc", ".mcp.json", ".vscode", ".idea", ".claude/commands", ".claude/agents",
+)  # fmt: skip
 
 
 def shell_command(command: str, sandbox: tuple[SandboxPolicy, Path, Path] | None) -> list[str]:
@@ -47,10 +57,17 @@ def shell_tool(
     async def run(args: Mapping[str, Any]) -> ToolResult:
         command = str(args.get("command", ""))
         timeout = float(args.get("timeout") or DEFAULT_TIMEOUT_S)
+        absent = [n for n in (*PLACEHOLDERS, ".claude") if not os.path.lexists(project_dir / n)]
+        try:
+            return await _run(command, timeout)
+        finally:
+            _remove_placeholders(project_dir, absent)
+
+    async def _run(command: str, timeout: float) -> ToolResult:
         process = await asyncio.create_subprocess_exec(
             *shell_command(command, sandbox),
             cwd=project_dir,
-            env=child_env(environ),
+            env={**child_env(environ), **(sandbox[0].command_env if sandbox else {})},
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
@@ -62,8 +79,7 @@ def shell_tool(
             return ToolResult(f"Error: the command timed out after {timeout:g} s.", is_error=True)
         finally:  # timed out or cancelled: the command and all it started go
             if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                await _stop(process)
         text = output.decode(errors="replace")
         if len(text) > MAX_OUTPUT_CHARS:
             text = "[output cut: showing the end]\n" + text[-MAX_OUTPUT_CHARS:]
@@ -77,3 +93,25 @@ def shell_tool(
         schema({"command": {"type": "string"}, "timeout": {"type": "number"}}, ["command"]),
         run,
     )
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM the command's process group, so the runtime cleans up; SIGKILL what is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE_S)
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _remove_placeholders(project_dir: Path, absent: list[str]) -> None:
+    """Remove the empty placeholder files a killed sandbox runtime left where nothing was."""
+    for name in absent:
+        path = project_dir / name
+        with contextlib.suppress(OSError):
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+                path.unlink()
+    if ".claude" in absent:  # made only to hold placeholders: rmdir keeps it if not empty
+        with contextlib.suppress(OSError):
+            (project_dir / ".claude").rmdir()

@@ -22,7 +22,7 @@ from wizard.testing.fake_cli import FakeClaudeCLI, Frame
 
 WORK: list[Frame] = [
     {"text": "[STATUS] Editing"},
-    {"tool": "Write", "input": {"file_path": "a.txt", "content": "x"}},
+    {"tool": "mcp__wizard__write", "input": {"path": "a.txt", "content": "x"}},
 ]
 DONE: list[Frame] = [*WORK, {"text": "All done."}]
 REMARK: list[Frame] = [{"text": "[WIZARD-REMARK] more docs please"}]
@@ -179,7 +179,8 @@ async def test_the_cli_is_configured_to_stay_in_its_lane(tmp_path: Path) -> None
     await h.run()
     options = h.cli.options
     assert options is not None
-    assert options.tools == ["Read", "Write", "Edit"]  # no web, no subagents, no own shell
+    assert options.tools == []  # no built-in tool at all: no web, no subagents, no own shell
+    assert (tmp_path / "a.txt").read_text() == "x"  # written by wizard's own write tool
     env = options.env
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["CLAUDE_CODE_MAX_RETRIES"] == "0"

@@ -217,4 +217,5 @@ async def test_allowed_tools_limit_the_program_tools(tmp_path: Path) -> None:
     await run_linear(context(tmp_path, program), PiHarness(session_factory=fake))
     assert fake.launch is not None
     host_tools = set(fake.launch.bridge.tools)
-    assert host_tools == {"TaskCreate", "TaskUpdate", "TaskGet", "TaskList", "check_env_keys"}
+    task_list = {"TaskCreate", "TaskUpdate", "TaskGet", "TaskList"}
+    assert host_tools == {"read", "write", "edit", *task_list, "check_env_keys"}

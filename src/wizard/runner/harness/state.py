@@ -18,6 +18,7 @@ from wizard.runner.harness.types import RunInputs, TaskRunInputs
 from wizard.signals import OutputSignals, dashboard_url, last_status_line, notebook_url
 from wizard.tools.base import Decision, HostTool
 from wizard.tools.fence import Fence
+from wizard.tools.files import file_tools
 from wizard.tools.tasks import TaskStore, task_tools
 
 MAX_CONTINUE_NUDGES = 20
@@ -88,13 +89,15 @@ class RunState:
         self.output = RunOutput(inputs.sink)
 
     def tools(self) -> list[HostTool]:
-        """The run's host tools: the task list's, and the program's allowed, not disallowed."""
+        """The run's host tools: the file tools, the task list's, and the program's allowed;
+        none that the run disallows."""
         allowed = set(self.inputs.allowed_tools)
         program_tools = [
             t for t in self.inputs.tools(self.fence) if not allowed or t.name in allowed
         ]
         task_list = task_tools(self.store) if self.inputs.task_list else []
-        tools = [*task_list, *program_tools]
+        # wizard's file tools stand in for every engine's own: one checked-and-used path.
+        tools = [*file_tools(self.fence.root), *task_list, *program_tools]
         return [tool for tool in tools if tool.name not in self.fence.disallowed_tools]
 
     def work_open(self) -> bool:

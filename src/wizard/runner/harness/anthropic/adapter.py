@@ -1,9 +1,10 @@
 """The SDK's side of wizard's tools: host tools as an in-process MCP server, and the fence as
 a pre-tool hook and the permission callback.
 
-Claude's built-in tools are named and shaped differently from pi's (`Read {file_path}` where
-pi has `read {path}`); `fence_call` maps them onto the names and arguments the fence knows,
-so both engines get the same decisions. The hook decides (and counts the call against the
+A run offers none of Claude's built-in tools: wizard's own `read`/`write`/`edit`/`bash` reach
+the CLI as `mcp__wizard__<name>`, and `fence_call` maps those (and, should the CLI ever offer
+one, a built-in `Read {file_path}`) onto the names and arguments the fence knows, so both
+engines get the same decisions. The hook decides (and counts the call against the
 fence's cap once); the permission callback, which the CLI asks only for tools that are not
 pre-approved, repeats the hook's answer for that call.
 """
@@ -17,8 +18,10 @@ from typing import Any
 from wizard.tools.base import Decision, HostTool
 
 SERVER = "wizard"
-# Claude's built-in tools a run may use; its shell is replaced by wizard's sandboxed `bash`.
-BUILTIN_TOOLS = ("Read", "Write", "Edit")
+# Claude's built-in tools a run may use: none. Its file tools are replaced by wizard's
+# (`read`, `write`, `edit`, which check a path as they open it) and its shell by wizard's
+# sandboxed `bash`, all served by the in-process MCP server.
+BUILTIN_TOOLS: tuple[str, ...] = ()
 _BUILTIN_NAMES = {"Read": "read", "Write": "write", "Edit": "edit"}
 
 

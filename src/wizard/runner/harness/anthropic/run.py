@@ -8,9 +8,10 @@ cases, in every assistant text block in order (the remark reply too); the first 
 interrupts the CLI at once (`interrupt()` is the only call that stops it). The gateway's
 refusal marker is not looked for here. A security violation still wins.
 
-What the CLI is given: the program's prompt and wizard's notes; Claude's `Read`, `Write` and
-`Edit` plus wizard's host tools (its sandboxed `bash` among them) through an in-process MCP
-server; the fence as a pre-tool hook and the permission callback; the gateway as
+What the CLI is given: the program's prompt and wizard's notes; none of Claude's built-in
+tools, but wizard's host tools (its file tools, which check a path as they open it, and its
+sandboxed `bash` among them) through an in-process MCP server, which the CLI runs one at a
+time; the fence as a pre-tool hook and the permission callback; the gateway as
 `ANTHROPIC_BASE_URL` pointing at wizard's proxy, whose per-run token reaches the CLI through
 an `apiKeyHelper` in a private settings file, never through its environment; its own config
 and temp folders; no session files, no nonessential traffic, no retries of its own.
@@ -30,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from wizard.atomic import write_atomically
-from wizard.errors import EngineError
+from wizard.errors import EngineChanged, EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted, ToolCalled
 from wizard.outcome import AgentResult
 from wizard.runner.harness import endings
@@ -39,7 +40,7 @@ from wizard.runner.harness.anthropic.adapter import (
     FenceGate,
     mcp_server,
 )
-from wizard.runner.harness.anthropic.sdk import load_sdk
+from wizard.runner.harness.anthropic.sdk import check_bundled_cli, load_sdk
 from wizard.runner.harness.pi.engine import ensure_pi, installed_pi
 from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
@@ -84,8 +85,11 @@ class AnthropicHarness:
         `bash`, is installed if missing; without Node.js only a run with --no-sandbox can go
         on (a sandboxed one then stops, naming the fix)."""
         load_sdk()
+        await asyncio.to_thread(check_bundled_cli)
         try:
             await asyncio.to_thread(ensure_pi, progress)
+        except EngineChanged:
+            raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:
             progress(f"the sandbox runtime is not available: {exc.message}")
 
@@ -236,7 +240,7 @@ class AnthropicHarness:
                 "the sandbox runtime for wizard's bash is not installed: run `wizard engines "
                 "install pi` (it needs Node.js), or run with --no-sandbox"
             )
-        policy = policy.with_settings_file(workspace)
+        policy = policy.reading(engine.prefix).with_settings_file(workspace)
         cli = engine.sandbox_entry.with_name("cli.js")
         return [shell_tool(run.inputs.project_dir, (policy, engine.node, cli))]
 
@@ -267,6 +271,8 @@ def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
         "ANTHROPIC_BASE_URL": proxy_url,
         "CLAUDE_CONFIG_DIR": str(config),
         "CLAUDE_CODE_TMPDIR": str(temp),
+        # Its own logs (MCP server logs) go with the run, not into the user's home folder.
+        "XDG_CACHE_HOME": str(temp / "cache"),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
     }

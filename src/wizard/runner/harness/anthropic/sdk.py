@@ -1,11 +1,16 @@
-"""Importing the Claude Agent SDK lazily, with the install command when it is missing."""
+"""Importing the Claude Agent SDK lazily, with the install command when it is missing, and
+checking the CLI it bundles is the one its wheel installed."""
 
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
+from pathlib import Path
 from types import ModuleType
 
-from wizard.errors import UsageError
+from wizard.config import state_root
+from wizard.errors import EngineChanged, UsageError
+from wizard.runner.harness.integrity import file_matches_record
 
 SDK_PACKAGE = "claude-agent-sdk"
 SDK_VERSION = "0.2.189"
@@ -21,3 +26,23 @@ def load_sdk() -> ModuleType:
             f"The anthropic harness needs {SDK_PACKAGE} {SDK_VERSION}, which is not installed.",
             f"Install it with `{INSTALL}` (in wizard's own environment), or use --harness pi.",
         ) from exc
+
+
+def check_bundled_cli() -> None:
+    """The Claude CLI the SDK ships is byte for byte the one in its wheel's RECORD;
+    `EngineChanged` with the reinstall command otherwise."""
+    try:
+        files = metadata.distribution(SDK_PACKAGE).files or []
+    except metadata.PackageNotFoundError:
+        return  # load_sdk names the fix
+    entry = next((f for f in files if f.name == "claude" and "_bundled" in f.parts), None)
+    if entry is None or entry.hash is None or entry.hash.mode != "sha256":
+        return  # an SDK built without a bundled CLI uses the one on PATH
+    path = Path(str(entry.locate()))
+    cache = state_root() / "engines" / "claude-cli.json"
+    if not path.is_file() or not file_matches_record(path, entry.hash.value, cache):
+        raise EngineChanged(
+            f"The Claude CLI in {path} is not the one {SDK_PACKAGE} {SDK_VERSION} installed; "
+            "wizard does not run a changed engine.",
+            f"Reinstall it: `pip install --force-reinstall '{SDK_PACKAGE}=={SDK_VERSION}'`.",
+        )

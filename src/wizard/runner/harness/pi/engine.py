@@ -4,7 +4,9 @@ with the sandbox runtime that wraps every command the agent runs
 
 The package ships `engine_lock/package.json` and `package-lock.json`; `npm ci` installs
 exactly that tree into a per-user cache directory (`$WIZARD_ENGINES_DIR`, else
-`$XDG_CACHE_HOME/wizard/engines`, else `~/.cache/wizard/engines`).
+`$XDG_CACHE_HOME/wizard/engines`, else `~/.cache/wizard/engines`). The installed tree is
+made read-only and recorded (`runner.harness.integrity`); every run checks it against the
+record first, and refuses a changed engine with the command that reinstalls it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from wizard.errors import EngineError, EngineInstallError
+from wizard.config import state_root
+from wizard.errors import EngineChanged, EngineError, EngineInstallError
+from wizard.runner.harness.integrity import make_read_only, make_writable, record_tree, tree_changes
 
 PI_PACKAGE = "@mariozechner/pi-coding-agent"
 PI_VERSION = "0.73.1"
@@ -124,6 +128,7 @@ def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
         raise EngineInstallError("npm was not found on PATH.", _NODE_HINT)
     prefix = pi_prefix()
     staging = prefix.with_name(prefix.name + ".partial")
+    make_writable(staging)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     lock = resources.files("wizard.runner.harness.pi") / "engine_lock"
@@ -156,8 +161,11 @@ def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
             "Check that the npm registry is reachable, then run `wizard engines install pi`.",
         )
     (staging / ".complete").write_text(PI_VERSION)
+    make_writable(prefix)
     shutil.rmtree(prefix, ignore_errors=True)
     staging.rename(prefix)
+    make_read_only(prefix)
+    record_tree(prefix, _record(prefix))
     engine = installed_pi()
     if engine is None:
         raise EngineInstallError(f"pi was installed into {prefix} but its CLI is missing.")
@@ -166,6 +174,37 @@ def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
 
 
 def ensure_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
-    """The installed pi, installing it first when it is missing."""
+    """The installed pi, installing it first when it is missing; `EngineChanged` when its
+    files are not the ones installed."""
     find_node()
-    return installed_pi() or install_pi(progress)
+    engine = installed_pi()
+    if engine is None:
+        return install_pi(progress)
+    check_unchanged(engine.prefix, progress)
+    return engine
+
+
+def _record(prefix: Path) -> Path:
+    """Where the record of an installed engine tree lives: wizard's state, closed to commands."""
+    return state_root() / "engines" / f"{prefix.name}.json"
+
+
+def check_unchanged(prefix: Path, progress: Callable[[str], None] = lambda line: None) -> None:
+    """The engine tree is as installed; `EngineChanged` naming what differs otherwise.
+
+    An engine installed before wizard kept records is recorded now, once."""
+    changed = tree_changes(prefix, _record(prefix))
+    if changed is None:
+        make_read_only(prefix)
+        record_tree(prefix, _record(prefix))
+        progress(f"recorded the installed engine's files ({prefix}); every run checks them")
+        return
+    if changed:
+        shown = ", ".join(changed[:5]) + (
+            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        )
+        raise EngineChanged(
+            f"The pi engine in {prefix} changed after wizard installed it ({shown}); wizard "
+            "does not run a changed engine.",
+            "Reinstall it: `wizard engines install pi`.",
+        )

@@ -13,9 +13,10 @@
 // It also owns what pi must do differently under wizard: host tools forwarded to wizard over
 // a Unix socket, the fence asked before every tool call (fail closed), bash children with an
 // allowlisted environment only and inside the OS sandbox (`@anthropic-ai/sandbox-runtime`,
-// with the policy wizard wrote), and atomic `write` / `edit` (temp file, fsync, rename).
-import { randomBytes } from "node:crypto";
-import { promises as fsp, constants as fsConstants, readFileSync } from "node:fs";
+// with the policy wizard wrote), and one tool call at a time. pi's own file tools are not
+// used: wizard's `read` / `write` / `edit` are host tools, so the path wizard checks is the
+// path it opens (pi maps look-alike names before opening them).
+import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -153,7 +154,7 @@ function askHost(payload, signal) {
 }
 
 function hostTool(spec) {
-  return {
+  return sequential({
     name: spec.name,
     label: spec.name,
     description: spec.description,
@@ -163,7 +164,7 @@ function hostTool(spec) {
       if (answer.isError) throw new Error(answer.text);
       return { content: [{ type: "text", text: answer.text }], details: {}, terminate: answer.terminate === true };
     },
-  };
+  });
 }
 
 /** An inline extension whose only job is to ask wizard's fence before every tool call. */
@@ -192,55 +193,27 @@ function scrubbedEnv(env) {
   return out;
 }
 
-// --- atomic writes: a kill at any moment leaves the old file or the new one -----------------
-
-async function writeAtomically(target, content) {
-  // Write through a symlink to the file it names, as a plain write would.
-  const real = await fsp.realpath(target).catch(() => target);
-  const mode = await fsp.stat(real).then((s) => s.mode & 0o7777, () => null);
-  const dir = path.dirname(real);
-  const temp = path.join(dir, `.${path.basename(real)}.wizard-${randomBytes(6).toString("hex")}.tmp`);
-  const handle = await fsp.open(temp, "wx", mode ?? 0o666);
-  try {
-    try {
-      await handle.writeFile(content, "utf-8");
-      if (mode !== null) await handle.chmod(mode);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fsp.rename(temp, real);
-  } catch (err) {
-    await fsp.rm(temp, { force: true });
-    throw err;
-  }
-  const folder = await fsp.open(dir, "r");
-  try {
-    await folder.sync().catch(() => undefined);
-  } finally {
-    await folder.close();
-  }
-}
-
-function builtinTools(pi, cwd) {
-  const write = pi.createWriteToolDefinition(cwd, {
-    operations: {
-      writeFile: writeAtomically,
-      mkdir: (dir) => fsp.mkdir(dir, { recursive: true }).then(() => undefined),
-    },
-  });
-  const edit = pi.createEditToolDefinition(cwd, {
-    operations: {
-      readFile: (file) => fsp.readFile(file),
-      writeFile: writeAtomically,
-      access: (file) => fsp.access(file, fsConstants.R_OK | fsConstants.W_OK),
-    },
-  });
+/** pi's shell, its children with an allowlisted environment, inside the OS sandbox. */
+function shellTool(pi, cwd) {
   const bash = pi.createBashToolDefinition(cwd, {
-    spawnHook: ({ command, cwd: dir, env }) => ({ command, cwd: dir, env: scrubbedEnv(env) }),
+    // The sandbox's own variables (a private temp folder and package caches) come last.
+    spawnHook: ({ command, cwd: dir, env }) => ({
+      command,
+      cwd: dir,
+      env: { ...scrubbedEnv(env), ...(launch.sandbox?.env ?? {}) },
+    }),
     operations: sandbox ? sandboxedBash(pi) : undefined,
   });
-  return [write, edit, bash];
+  return sequential(bash);
+}
+
+/**
+ * One tool call at a time: a file tool never runs while a command of the same message does,
+ * so nothing can swap what a path names between wizard's check and its use. One sequential
+ * tool in a message makes pi run that whole message's calls in order.
+ */
+function sequential(definition) {
+  return { ...definition, executionMode: "sequential" };
 }
 
 // --- the OS sandbox: every command the agent runs, and all it starts ------------------------
@@ -257,7 +230,12 @@ function sandboxedBash(pi) {
   return {
     exec: async (command, dir, options) => {
       const wrapped = await sandbox.wrapWithSandbox(command);
-      return local.exec(launch.sandbox.prefix + wrapped, dir, options);
+      try {
+        return await local.exec(launch.sandbox.prefix + wrapped, dir, options);
+      } finally {
+        // bubblewrap leaves empty files where it mounted over a missing denied name.
+        sandbox.cleanupAfterCommand();
+      }
     },
   };
 }
@@ -299,7 +277,7 @@ async function createSession() {
     resourceLoader,
     sessionManager: pi.SessionManager.inMemory(cwd),
     tools: launch.tools,
-    customTools: [...builtinTools(pi, cwd), ...launch.hostTools.map(hostTool)],
+    customTools: [shellTool(pi, cwd), ...launch.hostTools.map(hostTool)],
   });
   return session;
 }

@@ -27,7 +27,9 @@ from wizard.runner.harness.state import RunState
 from wizard.runner.harness.types import AgentSession, PromptResult, RunInputs, TaskRunInputs
 from wizard.signals import REMARK_INSTRUCTION
 
-BUILTIN_TOOLS = ("read", "bash", "edit", "write")
+# pi's own shell (wrapped by the OS sandbox in the host); its file tools are replaced by
+# wizard's (`read`, `write`, `edit` over the bridge), which check a path as they open it.
+BUILTIN_TOOLS = ("bash",)
 SessionFactory = Callable[[PiLaunch], AgentSession]
 
 

@@ -208,8 +208,10 @@ class PiSession:
             "stallSeconds": launch.stall_seconds,
         }
         if launch.sandbox is not None:
-            # This run's private folders are closed to its commands too.
+            # This run's private folders are closed to its commands too; the runtime's own
+            # helpers (its seccomp filter) are read from the engine, read-only.
             private = launch.sandbox.denying(agent_dir, launch.bridge.socket_path.parent)
+            private = private.reading(engine.prefix)
             host["sandbox"] = {**private.host_spec(), "entry": str(engine.sandbox_entry)}
         (agent_dir / "launch.json").write_text(json.dumps(host))
         return agent_dir

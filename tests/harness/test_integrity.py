@@ -1,0 +1,90 @@
+"""An installed engine is the one installed: any change to its tree is found and refused."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from wizard.errors import EngineChanged
+from wizard.runner.harness.integrity import (
+    file_matches_record,
+    make_read_only,
+    make_writable,
+    record_tree,
+    tree_changes,
+)
+from wizard.runner.harness.pi.engine import check_unchanged
+
+
+@pytest.fixture
+def engine_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "engine"
+    (root / "node_modules" / "photon").mkdir(parents=True)
+    (root / "node_modules" / "photon" / "index.js").write_text("module.exports = 1;\n")
+    (root / "host.mjs").write_text("// host\n")
+    return root
+
+
+def test_a_change_that_keeps_size_and_mtime_is_still_found(engine_tree: Path, tmp_path: Path):
+    record = tmp_path / "state" / "engine.json"
+    make_read_only(engine_tree)
+    record_tree(engine_tree, record)
+    assert tree_changes(engine_tree, record) == []
+    target = engine_tree / "node_modules" / "photon" / "index.js"
+    info = target.stat()
+    target.chmod(0o644)
+    target.write_text("module.exports = 2;\n")  # same size
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))  # same mtime
+    target.chmod(stat.S_IMODE(info.st_mode))
+    assert tree_changes(engine_tree, record) == ["node_modules/photon/index.js"]
+
+
+def test_added_and_removed_files_are_found(engine_tree: Path, tmp_path: Path) -> None:
+    record = tmp_path / "engine.json"
+    record_tree(engine_tree, record)
+    (engine_tree / "host.mjs").unlink()
+    (engine_tree / "node_modules" / "evil.js").write_text("pwn()")
+    assert tree_changes(engine_tree, record) == ["host.mjs", "node_modules", "node_modules/evil.js"]
+    assert tree_changes(engine_tree, tmp_path / "missing.json") is None
+
+
+def test_the_tree_is_made_read_only_and_can_be_made_removable(engine_tree: Path) -> None:
+    make_read_only(engine_tree)
+    assert not any(p.stat().st_mode & 0o222 for p in [engine_tree, *engine_tree.rglob("*")])
+    make_writable(engine_tree)
+    assert all(
+        p.stat().st_mode & 0o200 for p in [engine_tree, *engine_tree.rglob("*")] if p.is_dir()
+    )
+
+
+def test_a_changed_engine_is_refused_with_the_reinstall_command(
+    engine_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    notes: list[str] = []
+    check_unchanged(engine_tree, notes.append)  # first use: recorded
+    assert notes and "recorded" in notes[0]
+    check_unchanged(engine_tree)  # unchanged: fine
+    make_writable(engine_tree)
+    (engine_tree / "host.mjs").chmod(0o644)
+    (engine_tree / "host.mjs").write_text("// rewritten by an agent\n")
+    with pytest.raises(EngineChanged) as raised:
+        check_unchanged(engine_tree)
+    assert "host.mjs" in raised.value.message
+    assert raised.value.hint == "Reinstall it: `wizard engines install pi`."
+
+
+def test_a_bundled_cli_is_checked_against_its_wheel_record(tmp_path: Path) -> None:
+    cli = tmp_path / "claude"
+    cli.write_bytes(b"#!/bin/sh\necho claude\n")
+    digest = base64.urlsafe_b64encode(hashlib.sha256(cli.read_bytes()).digest()).decode()
+    cache = tmp_path / "cache.json"
+    assert file_matches_record(cli, digest.rstrip("="), cache)
+    assert file_matches_record(cli, digest.rstrip("="), cache)  # from the stat cache
+    cli.write_bytes(b"#!/bin/sh\nexfiltrate\n")
+    assert not file_matches_record(cli, digest.rstrip("="), cache)
