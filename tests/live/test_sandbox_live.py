@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from tests.live.conftest import LiveRun, run_live
+from wizard.runner.harness.pi import engine
 from wizard.tools.sandbox import MAX_PROCESSES, build_policy, process_cap, remove_cgroup
+from wizard.tools.shell import shell_tool
 
 pytestmark = pytest.mark.live
 
@@ -209,3 +211,24 @@ async def test_the_gateway_is_out_of_reach_of_commands(tmp_path: Path, home: Pat
     assert "CASE-gateway: BLOCKED" in _tool_results(live)
     assert len(live.gateway.requests) == 4  # only pi's own requests reached it
     assert os.environ["HOME"] == str(home)
+
+
+async def test_a_command_stopped_at_its_timeout_leaves_nothing_in_the_project(
+    tmp_path: Path,
+) -> None:
+    """wizard's `bash` (the anthropic harness's shell) through the runtime's CLI: killed at
+    its timeout, the runtime used to leave an empty placeholder for every missing denied
+    name (`.bashrc`, `.mcp.json`, `.vscode`, ...) in the project."""
+    installed = engine.installed_pi()
+    assert installed is not None
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("print('app')\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    policy = build_policy(project, tmp_path / "run-tmp").reading(installed.prefix)
+    cli = installed.sandbox_entry.with_name("cli.js")
+    bash = shell_tool(project, (policy.with_settings_file(private), installed.node, cli))
+    result = await bash.handler({"command": "sleep 30", "timeout": 1})
+    assert result.is_error and "timed out" in result.text
+    assert sorted(p.name for p in project.iterdir()) == ["app.py"]

@@ -65,6 +65,13 @@ for target in {caches!r} + [{engine!r}]:
         print(path, refused, type(exc).__name__)
 """
 
+# Run before a second command of the same message: only in order does that one see its file.
+SLOW = """import time
+time.sleep(1)
+open("done.txt", "w").write("IN-" + "ORDER")
+"""
+IN_ORDER = [call("bash", command="python3 slow.py"), call("bash", command="cat done.txt")]
+
 SWAP = """import os
 os.remove("pipe.txt")
 os.symlink(os.path.join(os.environ["HOME"], ".bashrc"), "pipe.txt")
@@ -115,12 +122,15 @@ async def test_a_command_in_the_same_message_cannot_swap_what_a_file_tool_checke
             turn(call("write", path="plant.py", content=PLANT.format(links=[]))),
             turn(call("bash", command="python3 plant.py")),
             turn(call("write", path="swap.py", content=SWAP)),
+            turn(call("write", path="slow.py", content=SLOW)),
             turn(edit, call("bash", command="python3 swap.py"), edit),
             turn(edit),
+            turn(*IN_ORDER),
             *DONE,
         ]
     }
     live = await run_live(world.project, scenario)
+    assert "IN-ORDER" in str(live.gateway.requests[-2].body), "the calls ran at once"
     assert world.state() == before
     assert (world.project / "pipe.txt").is_symlink()  # the swap ran, and changed nothing
     assert world.leaks(live.gateway) == []

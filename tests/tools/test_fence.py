@@ -224,6 +224,28 @@ def test_package_managers_and_runners_are_allowed(world: World, command: str) ->
     assert Fence(world.project).check("bash", {"command": command}).allow
 
 
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [bash("npm run env"), ("read", {"path": "src/components/user.profile.tsx"}),
+     bash("cat src/.profile.ts"), bash("ls .kube-config.yaml"), bash("cat config/.netrc.example"),
+     ("write", {"path": "docs/id_rsa_rotation.md", "content": "x"})],
+)  # fmt: skip
+def test_names_that_only_look_like_secrets_end_no_run(
+    world: World, tool: str, args: dict[str, Any]
+) -> None:
+    """The credential and profile rules are anchored to the home folder, and `env` is hostile
+    only as the program run: these honest calls were violations that ended runs."""
+    decision = Fence(world.project, sandboxed=True).check(tool, args)
+    assert not decision.critical, decision.reason
+
+
+def test_a_tool_call_over_the_argument_limit_is_refused(world: World) -> None:
+    content = "x" * (1 << 20)
+    decision = Fence(world.project).check("write", {"path": "big.txt", "content": content})
+    assert not decision.allow and not decision.critical
+    assert "1,048,576" in decision.reason and not (world.project / "big.txt").exists()
+
+
 def test_child_environment_is_an_allowlist() -> None:
     env = child_env(
         {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C", "WIZARD_GATEWAY_KEY": SECRET,

@@ -30,6 +30,7 @@ def test_the_policy_writes_only_the_project_and_the_runs_temp(tmp_path: Path) ->
     (home / ".nvm").mkdir(parents=True)
     (tmp_path / "p" / "vendor" / "lib" / ".git").mkdir(parents=True)
     (tmp_path / "p" / ".git").mkdir()
+    (tmp_path / "p" / ".husky").mkdir()
     policy = build_policy(tmp_path / "p", temp, home=home, environ={})
     project = str((tmp_path / "p").resolve())
     assert policy.write == (project, str(temp))

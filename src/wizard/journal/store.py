@@ -236,9 +236,8 @@ class GitStore:
 
     def patch(self, old: str, new: str) -> str:
         """The unified diff from tree `old` to tree `new`."""
-        return self._git("diff-tree", "-p", "-r", "--no-color", "--no-renames", old, new).decode(
-            errors="replace"
-        )
+        options = ("-p", "-r", "--no-color", "--no-renames", "--no-textconv", "--no-ext-diff")
+        return self._git("diff-tree", *options, old, new).decode(errors="replace")
 
     def folders(self, tree: str) -> set[str]:
         """Every folder in `tree`."""

@@ -191,7 +191,9 @@ def build_policy(
 def _closed_to_writes(project: Path) -> list[str]:
     """The project's `.git` folders (its own and nested ones) and `.husky`: what runs code
     when the user's git works in the project."""
-    closed = [str(project / ".husky")]
+    # Only what exists: the runtime stands a placeholder in for a missing name, and a
+    # `.husky` the agent makes runs nothing (the hooks path is set in `.git/config`).
+    closed = [str(project / ".husky")] if (project / ".husky").exists() else []
     for folder, folders, _ in os.walk(project):
         if ".git" in folders:
             closed.append(str(Path(folder, ".git")))

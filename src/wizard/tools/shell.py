@@ -42,8 +42,12 @@ def shell_command(command: str, sandbox: tuple[SandboxPolicy, Path, Path] | None
     policy, node, cli = sandbox
     settings = policy.settings_file
     assert settings is not None, "a sandboxed shell needs the policy's settings file"
+    # The policy's variables (private caches, temp folder) are the command's, inside the
+    # sandbox; the runtime itself keeps wizard's temp folder for its sockets.
+    exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in policy.command_env.items())
+    inner = f"export {exports}\n{command}" if exports else command
     wrapped = f"exec {shlex.quote(str(node))} {shlex.quote(str(cli))} --settings "
-    wrapped += f"{shlex.quote(str(settings))} -c {shlex.quote(command)}"
+    wrapped += f"{shlex.quote(str(settings))} -c {shlex.quote(inner)}"
     return ["bash", "-c", policy.cap_prefix + wrapped]
 
 
@@ -67,7 +71,7 @@ def shell_tool(
         process = await asyncio.create_subprocess_exec(
             *shell_command(command, sandbox),
             cwd=project_dir,
-            env={**child_env(environ), **(sandbox[0].command_env if sandbox else {})},
+            env=child_env(environ),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
