@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -232,3 +233,22 @@ def test_sse_lines_that_are_not_fields_are_ignored() -> None:
     assert check.feed(b": keep-alive comment\nnonsense line\n\n") is None
     assert check.feed(b'data: {"choices": [{"finish_reason": "stop"}]}\n\n') is None
     assert check.finish() is None
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_tool_call_whose_arguments_pass_the_bound_is_a_fault(api: str) -> None:
+    def piece(index: int, text: str) -> bytes:
+        if api == "anthropic":
+            event = {"type": "content_block_delta", "index": index,
+                     "delta": {"type": "input_json_delta", "partial_json": text}}  # fmt: skip
+        else:
+            call = {"index": index, "function": {"arguments": text}}
+            event = {"choices": [{"delta": {"tool_calls": [call]}}]}
+        return f"data: {json.dumps(event)}\n\n".encode()
+
+    check = StreamCheck(api, max_tool_args=100)
+    for index in (0, 1):  # two calls of 90 characters each: each under the bound
+        assert check.feed(piece(index, "x" * 60)) is None
+        assert check.feed(piece(index, "x" * 30)) is None
+    fault = check.feed(piece(1, "x" * 20))
+    assert fault is not None and "more than 100 characters of arguments" in fault

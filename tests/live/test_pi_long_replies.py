@@ -146,13 +146,13 @@ async def test_a_reader_that_stops_fails_the_run_as_an_engine_error(tmp_path: Pa
     live.assert_no_process_left()
 
 
-async def test_a_2mb_write_is_refused_before_it_runs_and_the_old_file_stays(
+async def test_a_write_over_1_mib_is_refused_before_it_runs_and_the_old_file_stays(
     tmp_path: Path,
 ) -> None:
     """Over the tool-argument limit (1 MiB), the model gets a tool error naming the limit."""
     old = "old line\n" * 100_000
-    new = "".join(f"new line {n}\n" for n in range(160_000))
-    assert len(new) > 2_000_000
+    new = "".join(f"new line {n}\n" for n in range(80_000))
+    assert 1_048_576 < len(new) < 1_200_000
     target = tmp_path / "big.txt"
     target.write_text(old)
     scenario = {"responses": [{"blocks": [write("big.txt", new)], "chunk_chars": 65_536}, *DONE]}
@@ -161,4 +161,18 @@ async def test_a_2mb_write_is_refused_before_it_runs_and_the_old_file_stays(
     second = json.dumps(live.gateway.requests[1].body)
     assert "over the 1,048,576 a tool call may carry" in second
     assert not [p for p in os.listdir(tmp_path) if ".wizard-" in p], "a temp file was left"
+    live.assert_no_process_left()
+
+
+async def test_a_tool_call_past_the_streamed_bound_is_cut_before_pi_parses_it(
+    tmp_path: Path,
+) -> None:
+    """A 5 MB argument cost pi minutes of CPU (it re-parses the partial JSON with every
+    delta): the proxy cuts the stream at 1.5 MiB, and the run is an API error naming why."""
+    content = "y" * 5_000_000
+    scenario = {"responses": [{"blocks": [write("huge.txt", content)], "chunk_chars": 65_536}]}
+    live = await run_live(tmp_path, scenario)
+    assert live.result.error is AgentErrorType.API_ERROR, live.result
+    assert "characters of arguments" in (live.result.message or "")
+    assert not (tmp_path / "huge.txt").exists()
     live.assert_no_process_left()

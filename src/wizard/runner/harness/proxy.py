@@ -17,6 +17,11 @@ gateway with httpx. Here, and only here:
   the engine raises instead of acting on a truncated reply) and records the `fault`.
 - **The idle watchdog.** No byte from the gateway for `idle_timeout` seconds ends the
   request the same way.
+- **A bound on tool arguments.** One tool call whose streamed arguments pass
+  `MAX_STREAMED_TOOL_ARGS` (1.5 MiB) ends the request the same way, before the engine has to
+  parse more of it (pi re-parses the partial JSON of a call with every delta). Calls over
+  the fence's 1 MiB and under this bound reach the fence, which refuses them with a tool
+  error the model can act on.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import httpx
 
@@ -70,14 +76,20 @@ def retry_after_seconds(headers: httpx.Headers) -> float | None:
     return None
 
 
-class StreamCheck:
-    """Watches a streamed reply for its terminator and for events that are not JSON."""
+MAX_STREAMED_TOOL_ARGS = 3 << 19  # 1.5 MiB
 
-    def __init__(self, api: str) -> None:
+
+class StreamCheck:
+    """Watches a streamed reply for its terminator, for events that are not JSON, and for a
+    tool call whose arguments grow past `MAX_STREAMED_TOOL_ARGS`."""
+
+    def __init__(self, api: str, max_tool_args: int = MAX_STREAMED_TOOL_ARGS) -> None:
         self.api = api
         self.events = 0
         self.complete = False
         self._pending = b""
+        self._max_tool_args = max_tool_args
+        self._tool_args: dict[int, int] = {}  # a call's index → its arguments' length so far
 
     def feed(self, chunk: bytes) -> str | None:
         """Read more of the stream; the fault it shows, if any."""
@@ -100,11 +112,23 @@ class StreamCheck:
             event = json.loads(data)
         except ValueError:
             return "the gateway sent an event that is not valid JSON"
+        if not isinstance(event, dict):
+            return None
         if self.api == "anthropic":
-            self.complete |= isinstance(event, dict) and event.get("type") == "message_stop"
-        elif isinstance(event, dict):
+            self.complete |= event.get("type") == "message_stop"
+        else:
             choices = event.get("choices") or []
             self.complete |= any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+        return self._tool_args_fault(event)
+
+    def _tool_args_fault(self, event: dict[str, Any]) -> str | None:
+        for index, piece in _tool_arg_pieces(self.api, event):
+            self._tool_args[index] = self._tool_args.get(index, 0) + len(piece)
+            if self._tool_args[index] > self._max_tool_args:
+                return (
+                    f"the model sent a tool call with more than {self._max_tool_args:,} "
+                    "characters of arguments"
+                )
         return None
 
     def finish(self) -> str | None:
@@ -272,6 +296,23 @@ class GatewayProxy:
         self.fault = self.fault or f"{fault} (gateway {self.upstream})"
         log.warning("gateway stream cut: %s", self.fault)
         writer.transport.abort()
+
+
+def _tool_arg_pieces(api: str, event: dict[str, Any]) -> list[tuple[int, str]]:
+    """The (call index, piece of its arguments) an event streams."""
+    if api == "anthropic":
+        delta = event.get("delta")
+        if event.get("type") == "content_block_delta" and isinstance(delta, dict):
+            return [(int(event.get("index") or 0), str(delta.get("partial_json") or ""))]
+        return []
+    pieces = []
+    for choice in event.get("choices") or []:
+        calls = (choice.get("delta") or {}).get("tool_calls") if isinstance(choice, dict) else None
+        for call in calls or []:
+            if isinstance(call, dict):
+                function = call.get("function") or {}
+                pieces.append((int(call.get("index") or 0), str(function.get("arguments") or "")))
+    return pieces
 
 
 def _api_of(target: str) -> str:
