@@ -77,9 +77,9 @@ class World:
         return sorted(name for name, value in self.canaries.items() if value in sent)
 
 
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    home, project, outside = tmp_path / "home", tmp_path / "project", tmp_path / "outside"
+def build_world(base: Path) -> World:
+    """The canary world under `base` (and another run's folder in the system temp folder)."""
+    home, project, outside = base / "home", base / "project", base / "outside"
     w = World(home, project, outside)
     for relative, name in CANARY_FILES.items():
         w.canaries[name] = value = f"CANARY-{name}-{secrets.token_hex(6)}"
@@ -92,17 +92,24 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         path.write_text(text.get(name, f"{value}\n"))
     for target in CACHE_TARGETS:
         (home / target).parent.mkdir(parents=True, exist_ok=True)
-    w.canaries["gateway-key"] = key = f"CANARY-key-{secrets.token_hex(6)}"
-    monkeypatch.setenv("WIZARD_GATEWAY_KEY", key)  # as a user would have it set
-    monkeypatch.setenv("HOME", str(home))
+    w.canaries["gateway-key"] = f"CANARY-key-{secrets.token_hex(6)}"
     outside.mkdir()
     (outside / "precious.txt").write_text("precious\n")
     _project(project, w)
     w.other_run = Path(tempfile.mkdtemp(prefix="wizard-run-other-"))
     w.canaries["other-run"] = token = f"CANARY-run-{secrets.token_hex(6)}"
     (w.other_run / "token").write_text(token)
+    return w
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """The canary world, with HOME and wizard's gateway key set as a user would have them."""
+    w = build_world(tmp_path)
+    monkeypatch.setenv("WIZARD_GATEWAY_KEY", w.canaries["gateway-key"])
+    monkeypatch.setenv("HOME", str(w.home))
     yield w
-    shutil.rmtree(w.other_run, ignore_errors=True)
+    shutil.rmtree(w.other_run or "", ignore_errors=True)
 
 
 def _project(project: Path, w: World) -> None:

@@ -56,7 +56,8 @@ def make_read_only(root: Path) -> None:
 def _drop_write_bits(path: str) -> None:
     mode = os.lstat(path).st_mode
     if not stat.S_ISLNK(mode) and mode & 0o222:
-        os.chmod(path, stat.S_IMODE(mode) & ~0o222)
+        with contextlib.suppress(PermissionError):  # another user's tree: theirs to protect
+            os.chmod(path, stat.S_IMODE(mode) & ~0o222)
 
 
 def make_writable(root: Path) -> None:
