@@ -41,7 +41,7 @@ from wizard.runner.harness.anthropic.adapter import (
     mcp_server,
 )
 from wizard.runner.harness.anthropic.sdk import check_bundled_cli, load_sdk
-from wizard.runner.harness.pi.engine import ensure_pi, installed_pi
+from wizard.runner.harness.pi.engine import installed_pi, verified_pi
 from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
 from wizard.runner.harness.state import RunState
@@ -87,7 +87,7 @@ class AnthropicHarness:
         load_sdk()
         await asyncio.to_thread(check_bundled_cli)
         try:
-            await asyncio.to_thread(ensure_pi, progress)
+            await asyncio.to_thread(verified_pi, progress)
         except EngineChanged:
             raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:

@@ -174,12 +174,15 @@ def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
 
 
 def ensure_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
-    """The installed pi, installing it first when it is missing; `EngineChanged` when its
-    files are not the ones installed."""
+    """The installed pi, installing it first when it is missing."""
     find_node()
-    engine = installed_pi()
-    if engine is None:
-        return install_pi(progress)
+    return installed_pi() or install_pi(progress)
+
+
+def verified_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
+    """`ensure_pi`, and its files checked against the install's record: what a run starts
+    with (once: its sessions then use the checked engine); `EngineChanged` otherwise."""
+    engine = ensure_pi(progress)
     check_unchanged(engine.prefix, progress)
     return engine
 

@@ -19,7 +19,7 @@ from wizard.events import LogLine, SpinnerMessage, SpinnerStarted
 from wizard.outcome import AgentResult
 from wizard.runner.harness import endings
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.engine import ensure_pi
+from wizard.runner.harness.pi.engine import verified_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
 from wizard.runner.harness.prompts import runtime_notes
@@ -42,8 +42,9 @@ class PiHarness:
         self._session_factory = session_factory
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
-        """Make sure pi is installed (installing it on first use); `EngineError` if it cannot."""
-        await asyncio.to_thread(ensure_pi, progress)
+        """Make sure pi is installed (installing it on first use) and its files are the ones
+        installed; `EngineError` (`EngineChanged`) if not."""
+        await asyncio.to_thread(verified_pi, progress)
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""

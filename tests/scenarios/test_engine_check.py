@@ -1,0 +1,46 @@
+"""A run refuses an engine whose files changed after the install, naming the fix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import wizard_env
+from wizard.runner.harness.pi.engine import check_unchanged, pi_prefix
+
+pytestmark = pytest.mark.live
+
+
+def test_a_run_refuses_a_changed_engine(
+    tmp_path: Path, gateway_process: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engines, state = tmp_path / "engines", tmp_path / "state"
+    copy = engines / pi_prefix().name
+    shutil.copytree(pi_prefix(), copy, symlinks=True)
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(state))
+    check_unchanged(copy)  # recorded, as `wizard engines install pi` does
+    lazy = copy / "node_modules" / "@silvia-odwyer" / "photon-node" / "package.json"
+    lazy.chmod(0o644)
+    lazy.write_text(lazy.read_text() + " ")  # a module pi's host loads on first image read
+    url, _ = gateway_process({"responses": [{"blocks": [{"text": "never asked"}]}]})
+    project = tmp_path / "project"
+    project.mkdir()
+    outcome = tmp_path / "outcome.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "wizard", "run", "transactional-email", "--project",
+         str(project), "--ci", "--outcome-json", str(outcome)],
+        capture_output=True, text=True, timeout=120,
+        env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_ENGINES_DIR=str(engines),
+                       WIZARD_STATE_DIR=str(state)),
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    result = json.loads(outcome.read_text())
+    assert "photon-node/package.json" in result["reason"]
+    assert "wizard engines install pi" in run.stdout
+    assert list(project.iterdir()) == [], "the run started on a changed engine"
