@@ -73,7 +73,7 @@ def main(runs: int) -> dict[str, Any]:
             package.mkdir(parents=True, exist_ok=True)
             (package / f"file{n}.js").write_text("module.exports = 1;\n")
         (project / ".env").write_text("SECRET=1\n")
-        policy = build_policy(project, folder / "tmp")
+        policy = build_policy(project, folder / "tmp").reading(engine.prefix)  # as the host
         (folder / "tmp").mkdir()
         spec = folder / "spec.json"
         spec.write_text(json.dumps(policy.host_spec()))
