@@ -385,12 +385,15 @@ def undo(
 ) -> None:
     """Put back every file a run changed (default: the latest run not undone yet)."""
     from wizard.journal import Journal, UndoRefused
+    from wizard.journal.lock import project_lock
     from wizard.launch import new_run_id
 
     journal = Journal(project)
+    undo_id = new_run_id()
     try:
-        target = journal.find(run)
-        done = journal.undo(target, new_run_id(), force=force)
+        with project_lock(project, undo_id):  # not while a run works on the project
+            target = journal.find(run)
+            done = journal.undo(target, undo_id, force=force)
     except UndoRefused as exc:
         typer.echo(f"error: {exc.message}", err=True)
         typer.echo(exc.hint or "", err=True)

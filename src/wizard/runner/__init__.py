@@ -18,6 +18,7 @@ from pathlib import Path
 from wizard.config import number_setting
 from wizard.errors import EngineError, UsageError
 from wizard.events import AnalyticsEvent, EventSink, LogLine
+from wizard.journal.lock import project_lock
 from wizard.outcome import Outcome, Outro
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
@@ -131,18 +132,20 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
     project = request.project_dir.resolve()
-    sandbox = RunSandbox.open(
-        project,
-        request.run_id,
-        program.network_hosts,
-        request.environ,
-        request.sink,
-        off=request.no_sandbox,
-    )
-    try:
-        outcome = await _run(request, binding, gateway, harness, sandbox)
-    finally:
-        sandbox.close()
+    # One run per project: a second one is refused here, before anything is touched.
+    with project_lock(project, request.run_id, note=lambda line: request.sink(LogLine(line))):
+        sandbox = RunSandbox.open(
+            project,
+            request.run_id,
+            program.network_hosts,
+            request.environ,
+            request.sink,
+            off=request.no_sandbox,
+        )
+        try:
+            outcome = await _run(request, binding, gateway, harness, sandbox)
+        finally:
+            sandbox.close()
     return replace(outcome, warnings=(*sandbox.warnings, *outcome.warnings))
 
 
