@@ -90,6 +90,27 @@ def test_a_failed_requirement_skips_its_dependents_transitively(tmp_path: Path) 
     assert q.get("c").error == TaskError("blocked", "it depends on 'b', which did not finish")
 
 
+def test_a_skip_propagates_through_a_skipped_optional_task(tmp_path: Path) -> None:
+    """R (required) fails, O (optional, after R) is skipped, and D (after O) must not run."""
+    q = queue(tmp_path)
+    q.enqueue("t", "R", id="r")
+    q.enqueue("t", "O", id="o", depends_on=["r"], optional=True)
+    q.enqueue("t", "D", id="d", depends_on=["o"])
+    q.start("r")
+    q.fail("r", TaskError("failed", "broke"))
+    assert [t.id for t in q.skip_blocked()] == ["o", "d"]
+    assert q.runnable() == []
+
+
+def test_an_optional_task_that_failed_lets_its_dependents_run(tmp_path: Path) -> None:
+    q = queue(tmp_path)
+    q.enqueue("t", "O", id="o", optional=True)
+    q.enqueue("t", "D", id="d", depends_on=["o"])
+    q.start("o")
+    q.fail("o", TaskError("failed", "broke"))
+    assert q.skip_blocked() == [] and [t.id for t in q.runnable()] == ["d"]
+
+
 def test_reporting_twice_or_before_starting_is_refused(tmp_path: Path) -> None:
     q = queue(tmp_path)
     q.enqueue("a", "A", id="a")

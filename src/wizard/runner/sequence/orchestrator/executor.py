@@ -7,6 +7,8 @@ agent reported:
   marked failed as `aborted` (or `security`) and never retried, no new task starts, and the
   task runs still going are cancelled, which aborts their engine sessions;
 - a task that did not report, or whose run failed, is failed with the reason;
+- a task run that raises is that task's failure (an engine failure naming the exception),
+  never a task left `running`;
 - a failed task gets its second attempt once; a task that depends on one that failed for good
   is skipped.
 """
@@ -14,11 +16,14 @@ agent reported:
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from wizard.outcome import AgentErrorType, AgentResult
 from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskError, TaskQueue
+
+log = logging.getLogger(__name__)
 
 RunTask = Callable[[QueuedTask], Awaitable[AgentResult]]
 MAX_STARTS = 200
@@ -55,7 +60,7 @@ async def drain(queue: TaskQueue, run_task: RunTask, max_parallel: int) -> Drain
                 return None
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for future in done:
-                stop = settle(queue, running.pop(future), future.result())
+                stop = settle(queue, running.pop(future), _result_of(future))
                 if stop is not None:
                     return stop
     finally:
@@ -78,6 +83,16 @@ def settle(queue: TaskQueue, task_id: str, result: AgentResult) -> DrainStop | N
     if task.status == "failed" and task.retryable:
         queue.requeue(task_id)
     return None
+
+
+def _result_of(future: asyncio.Task[AgentResult]) -> AgentResult:
+    """What a finished task run returned; an exception it raised is that task's failure."""
+    error = future.exception()
+    if error is None:
+        return future.result()
+    log.error("a task run raised", exc_info=error)
+    reason = f"the task run failed unexpectedly: {type(error).__name__}: {error}"
+    return AgentResult(error=AgentErrorType.ENGINE_FAILURE, message=reason)
 
 
 async def _stop_running(queue: TaskQueue, running: dict[asyncio.Task[AgentResult], str]) -> None:

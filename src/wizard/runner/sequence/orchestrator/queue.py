@@ -162,7 +162,8 @@ class TaskQueue:
         return self._set(replace(task, status="pending", finished_at=None), task)
 
     def runnable(self) -> list[QueuedTask]:
-        """Pending tasks whose dependencies have all ended well (or failed, being optional)."""
+        """Pending tasks whose dependencies have all ended well (or failed, being optional:
+        an optional task that was skipped did not run, and its dependents cannot either)."""
         return [
             task
             for task in self._tasks.values()
@@ -185,13 +186,11 @@ class TaskQueue:
 
     def _satisfied(self, dep: str) -> bool:
         task = self._tasks[dep]
-        return task.status in ("done", "not needed") or (
-            task.optional and task.status in ("failed", "skipped")
-        )
+        return task.status in ("done", "not needed") or (task.optional and task.status == "failed")
 
     def _blocks(self, dep: str) -> bool:
         task = self._tasks[dep]
-        return not task.optional and task.status in ("failed", "skipped")
+        return task.status == "skipped" or (not task.optional and task.status == "failed")
 
     def _fresh_id(self, type: str) -> str:
         number = sum(1 for task in self._tasks.values() if task.type == type) + 1
