@@ -27,6 +27,7 @@ PLAN = Orchestration(
             "Pass the same metadata on Stripe checkout sessions.",
             "Do step 2 of the skill for every checkout call in the handoff. Report 'not "
             "needed' if there is none.",
+            optional=True,  # customers tagged without checkouts still attribute revenue
         ),
         TaskType(
             "report",

@@ -50,7 +50,9 @@ class TaskType:
 
     `description` tells the planner what a task of this type is for; `instructions` are the
     program's words to the agent that runs one. `model` and the tool lists, when given,
-    replace the run's for these tasks.
+    replace the run's for these tasks. Only a type the program declares `optional` may be
+    enqueued as optional (its failure does not fail the run): the program decides what a
+    setup can do without, never the planner.
     """
 
     id: str
@@ -59,6 +61,7 @@ class TaskType:
     model: str | None = None
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
+    optional: bool = False
 
 
 @dataclass(frozen=True)

@@ -425,8 +425,8 @@ async def test_60_no_report_is_retried_once_and_dependents_of_optional_failures_
     plan = [
         [
             msg(
-                enqueue("customers", "tag-customers", optional=True),
-                enqueue("report", "report", "customers"),
+                enqueue("checkouts", "tag-checkouts", optional=True),
+                enqueue("report", "report", "checkouts"),
             )
         ]
     ]
@@ -434,14 +434,45 @@ async def test_60_no_report_is_retried_once_and_dependents_of_optional_failures_
         tmp_path,
         {
             SEED_LINE: [plan],
-            task("customers"): [silent, WORKED],  # the second attempt reports
+            task("checkouts"): [silent, WORKED],  # the second attempt reports
             task("report"): [WORKED],
         },
     )
     outcome = await run.run()
     assert outcome.status == "succeeded"
-    assert run.queue()["customers"]["attempts"] == 2
-    assert run.started_order() == ["customers", "customers", "report"]
+    assert run.queue()["checkouts"]["attempts"] == 2
+    assert run.started_order() == ["checkouts", "checkouts", "report"]
+
+
+async def test_only_the_programs_optional_types_may_be_optional(tmp_path: Path) -> None:
+    """The planner marked a required step optional: refused, with a tool error."""
+    refused = [msg(enqueue("customers", "tag-customers", optional=True))]
+    nudged = [msg(enqueue("customers", "tag-customers"))]  # after the queue-empty nudge
+    run = Orchestrated(tmp_path, {SEED_LINE: [[refused, nudged]], task("customers"): [WORKED]})
+    outcome = await run.run()
+    assert outcome.status == "succeeded"
+    assert run.queue()["customers"]["optional"] is False
+
+
+async def test_a_run_whose_only_finished_steps_are_optional_is_no_success(tmp_path: Path) -> None:
+    """Every required step failed twice and was skipped: the optional one that worked does
+    not make the run a success ("0/0 steps completed" was exit 0)."""
+    failing = [[msg(complete("failed", "broke"))]]
+    plan = [
+        [
+            msg(
+                enqueue("customers", "tag-customers"),
+                enqueue("checkouts", "tag-checkouts", optional=True),
+            )
+        ]
+    ]
+    run = Orchestrated(
+        tmp_path,
+        {SEED_LINE: [plan], task("customers"): [failing, failing], task("checkouts"): [WORKED]},
+    )
+    outcome = await run.run()
+    assert outcome.status == "failed"
+    assert outcome.outro is not None and "did not finish" in outcome.outro.message
 
 
 # --- issue 10's other endings ---------------------------------------------------------------

@@ -116,7 +116,8 @@ class _Orchestrator:
     async def plan(self) -> AgentResult:
         """The seed run: the planner fills the queue."""
         plan = self.ctx.program.orchestration
-        enqueue = enqueue_tool(self.queue, [t.id for t in plan.task_types])
+        optional = [t.id for t in plan.task_types if t.optional]
+        enqueue = enqueue_tool(self.queue, [t.id for t in plan.task_types], optional)
         return await self.harness.run_task(
             self.inputs(
                 seed_prompt(self.ctx.program, self.install),
@@ -232,6 +233,8 @@ def _verdict(run: _Orchestrator) -> Outcome:
     tasks = run.queue.tasks()
     failed = [t for t in tasks if t.status == "failed" and not t.optional]
     never_ran = [t for t in tasks if t.status in ("pending", "skipped") and not t.optional]
+    if not any(not t.optional and t.status in ("done", "not needed") for t in tasks):
+        return _nothing_required(run)
     if failed or never_ran:
         lines = [
             f"✗ {t.label} ({t.id}): {t.error.message if t.error else 'failed'}" for t in failed
@@ -247,13 +250,26 @@ def _verdict(run: _Orchestrator) -> Outcome:
     return route_result(ctx, AgentResult(), _success(run, tasks))
 
 
+def _nothing_required(run: _Orchestrator) -> Outcome:
+    """No required step finished: whatever optional steps did, nothing was set up."""
+    ctx, program = run.ctx, run.ctx.program
+    what = "no required step finished"
+    body = (
+        "Every step that finished was optional, so the setup itself did not happen. Review "
+        "what changed, then run the program again. " + REPORT_TO
+    )
+    outro = Outro("error", f"{program.label} did not finish: {what}", body, program.docs_url)
+    return ctx.outcome("failed", outro, reason=what)
+
+
 def _success(run: _Orchestrator, tasks: list[QueuedTask]) -> Outro:
     done = sum(1 for t in tasks if t.status == "done")
     not_needed = sum(1 for t in tasks if t.status == "not needed")
     optional_failed = sum(1 for t in tasks if t.optional and t.status in ("failed", "skipped"))
     counted = len(tasks) - not_needed - optional_failed
     notes = [f"{not_needed} skipped as not needed"] if not_needed else []
-    notes += [f"{optional_failed} optional step failed"] if optional_failed else []
+    plural = "s" if optional_failed != 1 else ""
+    notes += [f"{optional_failed} optional step{plural} failed"] if optional_failed else []
     suffix = f" ({', '.join(notes)})" if notes else ""
     outro = success_outro(run.ctx.program, AgentResult(), run.ctx.project_dir)
     message = f"{outro.message}: {done}/{counted} steps completed{suffix}"

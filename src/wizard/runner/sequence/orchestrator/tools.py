@@ -8,7 +8,7 @@ model as a tool error it can correct; it never ends the run.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from wizard.runner.sequence.orchestrator.queue import REPORTED, QueueError, TaskQueue
@@ -21,13 +21,22 @@ def _error(message: str) -> ToolResult:
     return ToolResult(f"Error: {message}", is_error=True)
 
 
-def enqueue_tool(queue: TaskQueue, task_types: Sequence[str]) -> HostTool:
-    """`enqueue_task(type, label, id?, depends_on?, optional?, inputs?)` over `queue`."""
+def enqueue_tool(
+    queue: TaskQueue, task_types: Sequence[str], optional_types: Collection[str] = ()
+) -> HostTool:
+    """`enqueue_task(type, label, id?, depends_on?, optional?, inputs?)` over `queue`; only
+    the `optional_types` may be enqueued as optional."""
 
     async def enqueue(args: Mapping[str, Any]) -> ToolResult:
         kind = str(args.get("type", ""))
         if kind not in task_types:
             return _error(f"unknown task type '{kind}'; use one of: {', '.join(task_types)}")
+        if args.get("optional") and kind not in optional_types:
+            allowed = ", ".join(sorted(optional_types)) or "none"
+            return _error(
+                f"a '{kind}' task cannot be optional: the program says which steps a setup can "
+                f"do without (optional types: {allowed}). Enqueue it without `optional`."
+            )
         depends_on = args.get("depends_on") or []
         if not isinstance(depends_on, list):
             return _error("depends_on must be a list of task ids")
@@ -56,7 +65,10 @@ def enqueue_tool(queue: TaskQueue, task_types: Sequence[str]) -> HostTool:
                 "label": _TEXT,
                 "id": _TEXT,
                 "depends_on": {"type": "array", "items": _TEXT},
-                "optional": {"type": "boolean"},
+                "optional": {
+                    "type": "boolean",
+                    "description": "only for the types the program allows to be optional",
+                },
                 "inputs": {"type": "object"},
             },
             ["type", "label"],
