@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -41,6 +41,9 @@ class AgentResult:
     abort_source: AbortSource | None = None
     dashboard_url: str | None = None
     notebook_url: str | None = None
+    # When the run ended itself (its stop marker latched, or the fence's violation), on the
+    # monotonic clock: of several runs that stop at once, the first in time decides.
+    stopped_at: float | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from wizard.outcome import AgentResult
-from wizard.runner.sequence.orchestrator.executor import drain
-from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskQueue
+from wizard.outcome import AgentErrorType, AgentResult
+from wizard.runner.sequence.orchestrator.executor import RunTask, drain
+from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskError, TaskQueue
 
 
 async def test_a_task_run_that_raises_is_that_tasks_failure_and_is_retried(tmp_path: Path) -> None:
@@ -40,3 +41,51 @@ async def test_a_task_run_that_always_raises_fails_for_good_never_stays_running(
     (task,) = queue.tasks()
     assert task.status == "failed" and task.attempts == 2
     assert task.error is not None and "ValueError: bad state" in task.error.message
+
+
+def stopping_together(latched: dict[str, float]) -> RunTask:
+    """Task runs that all stop the run, returning at the same moment, latched at `latched`."""
+    release = asyncio.Event()
+
+    async def run_task(task: QueuedTask) -> AgentResult:
+        if task.id == list(latched)[-1]:
+            release.set()
+        await release.wait()
+        error = (
+            AgentErrorType.ABORT if task.id != "violation" else AgentErrorType.SECURITY_VIOLATION
+        )
+        return AgentResult(error, f"stop of {task.id}", stopped_at=latched[task.id])
+
+    return run_task
+
+
+async def test_tasks_that_abort_together_end_the_run_the_same_way_every_time(
+    tmp_path: Path,
+) -> None:
+    """Two tasks whose runs stop at once: the marker latched first decides, every time (set
+    order decided before: B won 31 of 40), and each task keeps its own reason."""
+    winners = set()
+    for attempt in range(40):
+        queue = TaskQueue(tmp_path / f"queue-{attempt}.json", "run-1")
+        queue.enqueue("t", "A", id="a")
+        queue.enqueue("t", "B", id="b")
+        latched = {"a": 10.0, "b": 10.0 + (0.001 if attempt % 2 else -0.001)}
+        stop = await drain(queue, stopping_together(latched), max_parallel=2)
+        assert stop is not None
+        expected = "a" if attempt % 2 else "b"
+        assert stop.task.id == expected and stop.result.message == f"stop of {expected}"
+        winners.add(stop.task.id)
+        for task in queue.tasks():
+            assert task.status == "failed" and task.error is not None
+            assert (task.error.type, task.error.message) == ("aborted", f"stop of {task.id}")
+    assert winners == {"a", "b"}
+
+
+async def test_a_tie_goes_to_the_task_enqueued_first(tmp_path: Path) -> None:
+    """A violation and an abort latched at the same moment: enqueue order decides."""
+    queue = TaskQueue(tmp_path / "queue.json", "run-1")
+    for task_id in ("violation", "marker"):
+        queue.enqueue("t", task_id, id=task_id)
+    stop = await drain(queue, stopping_together({"violation": 5.0, "marker": 5.0}), 2)
+    assert stop is not None and stop.task.id == "violation"
+    assert queue.get("marker").error == TaskError("aborted", "stop of marker")

@@ -40,6 +40,7 @@ def aborted(run: RunState) -> AgentResult:
         marker.source,
         dashboard_url=output.dashboard_url,
         notebook_url=output.notebook_url,
+        stopped_at=run.latch.latched_at,
     )
 
 
@@ -47,7 +48,8 @@ def violated(run: RunState) -> AgentResult:
     """The fence's critical violation ended the run."""
     run.stop("Security violation detected")
     run.emit("agent aborted", **run.timing())
-    return AgentResult(AgentErrorType.SECURITY_VIOLATION, run.fence.violation)
+    error = AgentErrorType.SECURITY_VIOLATION
+    return AgentResult(error, run.fence.violation, stopped_at=run.violated_at)
 
 
 def failed(run: RunState, message: str) -> AgentResult:

@@ -11,6 +11,7 @@ reported: what it says afterwards is not work). Later markers never change what 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from wizard.signals import (
@@ -33,6 +34,7 @@ class StopLatch:
     ) -> None:
         self.gateway_marker = gateway_marker
         self.marker: StopMarker | None = None
+        self.latched_at: float | None = None  # monotonic
         self.fired = fired or asyncio.Event()
         self._armed = True
         self._until = until
@@ -52,17 +54,20 @@ class StopLatch:
             return None
         found = first_stop_marker(text, self.gateway_marker, skill_markers=skill_markers)
         if found is not None:
-            self.marker = found
-            self.fired.set()
+            self._latch(found)
         return found
 
     def hold(self, marker: StopMarker) -> bool:
         """Latch `marker` found by a harness's own parse, if armed and nothing is latched yet."""
         if not self.armed or self.marker is not None:
             return False
-        self.marker = marker
-        self.fired.set()
+        self._latch(marker)
         return True
+
+    def _latch(self, marker: StopMarker) -> None:
+        self.marker = marker
+        self.latched_at = time.monotonic()
+        self.fired.set()
 
     def scanner(self) -> BlockScanner:
         """A scanner for one text block."""

@@ -83,6 +83,7 @@ class RunState:
         )
         # Set by the first stop marker or a critical fence violation: the turn ends now.
         self.halt = asyncio.Event()
+        self.violated_at: float | None = None  # monotonic, when the fence latched
         self.task = inputs if isinstance(inputs, TaskRunInputs) else None
         until = self.task.reported if self.task is not None else lambda: False
         self.latch = StopLatch(inputs.gateway.refusal_marker, fired=self.halt, until=until)
@@ -144,4 +145,5 @@ class RunState:
         if not decision.allow:
             self.inputs.sink(LogLine(f"fence denied {tool}: {decision.reason}", "warning"))
         if decision.critical:
+            self.violated_at = self.violated_at or time.monotonic()
             self.halt.set()

@@ -44,11 +44,17 @@ class DrainStop:
 
 
 async def drain(queue: TaskQueue, run_task: RunTask, max_parallel: int) -> DrainStop | None:
-    """Run the queue until nothing can run; the stop, if a task run ended the run."""
+    """Run the queue until nothing can run; the stop, if task runs ended the run.
+
+    Every task run that ends is settled, those that end together and those stopped when the
+    run ends alike; of several stops, the one latched first in time decides (ties: the order
+    the tasks were enqueued), and each stopped task keeps its own reason.
+    """
     running: dict[asyncio.Task[AgentResult], str] = {}
-    starts = 0
+    stops: list[DrainStop] = []
     try:
-        while True:
+        starts = 0
+        while not stops:
             queue.skip_blocked()
             for task in queue.runnable()[: max(0, max_parallel - len(running))]:
                 if starts >= MAX_STARTS:
@@ -57,14 +63,24 @@ async def drain(queue: TaskQueue, run_task: RunTask, max_parallel: int) -> Drain
                 started = queue.start(task.id)
                 running[asyncio.ensure_future(run_task(started))] = task.id
             if not running:
-                return None
+                break
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for future in done:
-                stop = settle(queue, running.pop(future), _result_of(future))
-                if stop is not None:
-                    return stop
+                if (stop := settle(queue, running.pop(future), _result_of(future))) is not None:
+                    stops.append(stop)
     finally:
-        await _stop_running(queue, running)
+        stops += await _stop_running(queue, running)
+    return _first(queue, stops)
+
+
+def _first(queue: TaskQueue, stops: list[DrainStop]) -> DrainStop | None:
+    """The stop latched first in time; ties, and stops without a time, in enqueue order."""
+    order = {task.id: index for index, task in enumerate(queue.tasks())}
+    return min(
+        stops,
+        key=lambda s: (s.result.stopped_at or float("inf"), order.get(s.task.id, 0)),
+        default=None,
+    )
 
 
 def settle(queue: TaskQueue, task_id: str, result: AgentResult) -> DrainStop | None:
@@ -95,11 +111,18 @@ def _result_of(future: asyncio.Task[AgentResult]) -> AgentResult:
     return AgentResult(error=AgentErrorType.ENGINE_FAILURE, message=reason)
 
 
-async def _stop_running(queue: TaskQueue, running: dict[asyncio.Task[AgentResult], str]) -> None:
-    """Cancel the task runs still going (their sessions abort and close); mark them stopped."""
+async def _stop_running(
+    queue: TaskQueue, running: dict[asyncio.Task[AgentResult], str]
+) -> list[DrainStop]:
+    """Cancel the task runs still going (their sessions abort and close). One that had
+    already stopped the run itself is settled as such; the others are marked stopped."""
     for future in running:
         future.cancel()
-    await asyncio.gather(*running, return_exceptions=True)
-    for task_id in running.values():
-        if queue.get(task_id).status == "running":
+    results = await asyncio.gather(*running, return_exceptions=True)
+    stops = []
+    for task_id, result in zip(running.values(), results, strict=True):
+        if isinstance(result, AgentResult) and result.error in _RUN_ENDERS:
+            stops.append(settle(queue, task_id, result))
+        elif queue.get(task_id).status == "running":
             queue.fail(task_id, TaskError("stopped", "stopped when the run ended"))
+    return [stop for stop in stops if stop is not None]

@@ -233,8 +233,6 @@ def _verdict(run: _Orchestrator) -> Outcome:
     tasks = run.queue.tasks()
     failed = [t for t in tasks if t.status == "failed" and not t.optional]
     never_ran = [t for t in tasks if t.status in ("pending", "skipped") and not t.optional]
-    if not any(not t.optional and t.status in ("done", "not needed") for t in tasks):
-        return _nothing_required(run)
     if failed or never_ran:
         lines = [
             f"✗ {t.label} ({t.id}): {t.error.message if t.error else 'failed'}" for t in failed
@@ -247,11 +245,13 @@ def _verdict(run: _Orchestrator) -> Outcome:
         )
         outro = Outro("error", f"{program.label} did not finish: {what}", body, program.docs_url)
         return ctx.outcome("failed", outro, reason=what)
+    if not any(not t.optional and t.status in ("done", "not needed") for t in tasks):
+        return _nothing_required(run)
     return route_result(ctx, AgentResult(), _success(run, tasks))
 
 
 def _nothing_required(run: _Orchestrator) -> Outcome:
-    """No required step finished: whatever optional steps did, nothing was set up."""
+    """Every step was optional: whatever they did, the setup itself did not happen."""
     ctx, program = run.ctx, run.ctx.program
     what = "no required step finished"
     body = (
@@ -286,6 +286,7 @@ def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
             "status": t.status,
             "attempts": t.attempts,
             "error": t.error.type if t.error else None,
+            "reason": t.error.message if t.error else None,
         }
         for t in run.queue.tasks()
     )
