@@ -29,6 +29,7 @@ from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
 from wizard.runner import RunRequest, run_program
 from wizard.runner.gateway import GatewayFlags
+from wizard.runner.sequence.orchestrator.runner import saved_tasks
 from wizard.skills.sources import (
     BundledSkills,
     ChainedSkills,
@@ -168,6 +169,8 @@ def launch(
         outcome = _run_to_the_end(program, options, request, environ, services)
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
+    if outcome.status == "cancelled" and not outcome.tasks:  # interrupted: the queue on disk
+        outcome = replace(outcome, tasks=saved_tasks(run_id))
     outcome = with_journal(replace(outcome, run_id=run_id), options.project)
     if outcome.error_type is AgentErrorType.ENGINE_FAILURE and outcome.outro is not None:
         body = f"{outcome.outro.body}\n\nLog file: {log.path}"

@@ -171,3 +171,6 @@ def test_a_signal_stops_every_task_of_an_orchestrated_run(
         "cancelled",
         "orchestrator",
     )
+    # The queue as it ended: both tasks, stopped with the run.
+    tasks = {t["id"]: (t["status"], t["error"]) for t in outcome["tasks"]}
+    assert tasks == {"check": ("failed", "stopped"), "client": ("failed", "stopped")}

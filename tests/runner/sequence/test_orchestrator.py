@@ -7,9 +7,12 @@ types are `find-stripe`, `tag-customers`, `tag-checkouts` and `report`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from wizard.events import AnalyticsEvent, EventRecorder, QueueTaskChanged, SpinnerStarted
 from wizard.outcome import AgentErrorType, Outcome, exit_code
@@ -20,7 +23,12 @@ from wizard.runner.harness.types import GatewaySettings, TaskRunInputs
 from wizard.runner.sequence.context import RunContext
 from wizard.runner.sequence.orchestrator.executor import NO_REPORT
 from wizard.runner.sequence.orchestrator.prompts import SEED_LINE, SEED_NUDGE, TASK_NUDGE
-from wizard.runner.sequence.orchestrator.runner import UNPLANNED, queue_path, run_orchestrator
+from wizard.runner.sequence.orchestrator.runner import (
+    UNPLANNED,
+    queue_path,
+    run_orchestrator,
+    saved_tasks,
+)
 from wizard.runner.switchboard import Binding
 from wizard.signals import REMARK_INSTRUCTION
 from wizard.skills.sources import BundledSkills
@@ -576,3 +584,38 @@ async def test_the_planner_cannot_write_to_the_project(tmp_path: Path) -> None:
     (planner,) = run.sessions.started(SEED_LINE)
     denied = [e for e in planner.events if e["type"] == "tool_end" and e["name"] == "write"]
     assert denied and denied[0]["isError"]
+
+
+# --- cancellation bookkeeping (issue 19) ----------------------------------------------------
+
+
+async def test_a_run_cancelled_while_planning_still_reports_its_counts(tmp_path: Path) -> None:
+    run = Orchestrated(tmp_path, {SEED_LINE: [HANGS]})
+    going = asyncio.ensure_future(run_orchestrator(run.ctx, PiHarness(run.sessions)))
+    while not run.sessions.sessions or not run.sessions.sessions[0].prompts:
+        await asyncio.sleep(0.01)
+    going.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await going
+    (finished,) = run.analytics("orchestrator run finished")
+    assert finished["tasks_total"] == 0
+
+
+async def test_a_run_cancelled_while_tasks_run_leaves_each_tasks_status(tmp_path: Path) -> None:
+    run = Orchestrated(
+        tmp_path,
+        {SEED_LINE: [PLAN], task("customers"): [HANGS], task("checkouts"): [HANGS]},
+    )
+    going = asyncio.ensure_future(run_orchestrator(run.ctx, PiHarness(run.sessions)))
+    while not queue_path(run.ctx.run_id).exists() or run.statuses()["checkouts"] != "running":
+        await asyncio.sleep(0.01)
+    going.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await going
+    assert [(t["id"], t["status"], t["error"]) for t in saved_tasks(run.ctx.run_id)] == [
+        ("customers", "failed", "stopped"),
+        ("checkouts", "failed", "stopped"),
+        ("report", "pending", None),
+    ]
+    (finished,) = run.analytics("orchestrator run finished")
+    assert (finished["tasks_total"], finished["tasks_failed"]) == (3, 2)

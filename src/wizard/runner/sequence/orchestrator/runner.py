@@ -11,8 +11,9 @@
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -189,25 +190,27 @@ async def run_orchestrator(ctx: RunContext, harness: Harness) -> Outcome:
         return install
     run = _Orchestrator(ctx, install, harness)
     run.emit("orchestrator started", program_id=ctx.program.id)
-    seed = await run.plan()
-    if not seed.ok:
-        run.finished()
-        return _with_tasks(_stopped(run, seed, None), run)
-    tasks = run.queue.tasks()
-    if not tasks:
-        run.finished()
-        return _with_tasks(_unplanned(ctx), run)
-    run.emit("orchestrator seeded", task_count=len(tasks), types=sorted({t.type for t in tasks}))
-    ctx.sink(SpinnerStarted(ctx.program.spinner_message))
-    stop = None
-    try:
-        stop = await drain(run.queue, run.run_task, ctx.max_parallel)
+    try:  # every ending, a cancelled one too, reports the run's counts
+        return _with_tasks(await _plan_and_drain(run), run)
     finally:
         run.finished()
+
+
+async def _plan_and_drain(run: _Orchestrator) -> Outcome:
+    ctx = run.ctx
+    seed = await run.plan()
+    if not seed.ok:
+        return _stopped(run, seed, None)
+    tasks = run.queue.tasks()
+    if not tasks:
+        return _unplanned(ctx)
+    run.emit("orchestrator seeded", task_count=len(tasks), types=sorted({t.type for t in tasks}))
+    ctx.sink(SpinnerStarted(ctx.program.spinner_message))
+    stop = await drain(run.queue, run.run_task, ctx.max_parallel)
     outcome = _stopped(run, stop.result, stop.task) if stop is not None else _verdict(run)
     ending = {"succeeded": ctx.program.success_message, "aborted": "Wizard aborted"}
     ctx.sink(SpinnerStopped(ending.get(outcome.status, ctx.program.failure_message)))
-    return _with_tasks(outcome, run)
+    return outcome
 
 
 def _stopped(run: _Orchestrator, result: AgentResult, task: QueuedTask | None) -> Outcome:
@@ -278,16 +281,27 @@ def _success(run: _Orchestrator, tasks: list[QueuedTask]) -> Outro:
 
 def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
     """The outcome, with the queue's final state for `--outcome-json`."""
-    tasks = tuple(
-        {
-            "id": t.id,
-            "type": t.type,
-            "label": t.label,
-            "status": t.status,
-            "attempts": t.attempts,
-            "error": t.error.type if t.error else None,
-            "reason": t.error.message if t.error else None,
-        }
-        for t in run.queue.tasks()
-    )
-    return replace(outcome, tasks=tasks)
+    return replace(outcome, tasks=tuple(_summary(asdict(t)) for t in run.queue.tasks()))
+
+
+def saved_tasks(run_id: str) -> tuple[dict[str, Any], ...]:
+    """The final queue of a run that did not return an outcome (it was interrupted), as its
+    `queue.json` holds it; empty for a run without a queue."""
+    try:
+        data = json.loads(queue_path(run_id).read_text())
+    except (OSError, ValueError):
+        return ()
+    return tuple(_summary(task) for task in data.get("tasks", []) if isinstance(task, dict))
+
+
+def _summary(task: dict[str, Any]) -> dict[str, Any]:
+    error = task.get("error") or {}
+    return {
+        "id": task.get("id"),
+        "type": task.get("type"),
+        "label": task.get("label"),
+        "status": task.get("status"),
+        "attempts": task.get("attempts"),
+        "error": error.get("type"),
+        "reason": error.get("message"),
+    }
