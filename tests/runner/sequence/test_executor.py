@@ -89,3 +89,29 @@ async def test_a_tie_goes_to_the_task_enqueued_first(tmp_path: Path) -> None:
     stop = await drain(queue, stopping_together({"violation": 5.0, "marker": 5.0}), 2)
     assert stop is not None and stop.task.id == "violation"
     assert queue.get("marker").error == TaskError("aborted", "stop of marker")
+
+
+async def test_a_dependent_waits_for_its_dependencys_run_to_end_not_its_report(
+    tmp_path: Path,
+) -> None:
+    """A reports done in the middle of its message and goes on; C (independent) ends
+    meanwhile. B (after A) must not start while A's run is live."""
+    queue = TaskQueue(tmp_path / "queue.json", "run-1")
+    queue.enqueue("t", "A", id="a")
+    queue.enqueue("t", "C", id="c")
+    queue.enqueue("t", "B", id="b", depends_on=["a"])
+    a_goes_on, events = asyncio.Event(), []
+
+    async def run_task(task: QueuedTask) -> AgentResult:
+        events.append(f"start {task.id}")
+        queue.report(task.id, "done", "ok")
+        if task.id == "a":
+            await a_goes_on.wait()  # the rest of A's message still runs
+        if task.id == "c":
+            await asyncio.sleep(0.01)
+            a_goes_on.set()
+        events.append(f"end {task.id}")
+        return AgentResult()
+
+    assert await drain(queue, run_task, max_parallel=3) is None
+    assert events.index("start b") > events.index("end a")

@@ -10,7 +10,7 @@ agent reported:
 - a task run that raises is that task's failure (an engine failure naming the exception),
   never a task left `running`;
 - a failed task gets its second attempt once; a task that depends on one that failed for good
-  is skipped.
+  is skipped; a task whose dependency reported but whose run has not ended yet waits for it.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ async def drain(queue: TaskQueue, run_task: RunTask, max_parallel: int) -> Drain
         starts = 0
         while not stops:
             queue.skip_blocked()
-            for task in queue.runnable()[: max(0, max_parallel - len(running))]:
+            for task in _startable(queue, running)[: max(0, max_parallel - len(running))]:
                 if starts >= MAX_STARTS:
                     break
                 starts += 1
@@ -71,6 +71,14 @@ async def drain(queue: TaskQueue, run_task: RunTask, max_parallel: int) -> Drain
     finally:
         stops += await _stop_running(queue, running)
     return _first(queue, stops)
+
+
+def _startable(queue: TaskQueue, running: dict[asyncio.Task[AgentResult], str]) -> list[QueuedTask]:
+    """Runnable tasks none of whose dependencies is still live: a task that reported `done`
+    mid-message may go on working until its run ends, and no two tasks that depend on each
+    other are ever live at once."""
+    live = set(running.values())
+    return [task for task in queue.runnable() if live.isdisjoint(task.depends_on)]
 
 
 def _first(queue: TaskQueue, stops: list[DrainStop]) -> DrainStop | None:
