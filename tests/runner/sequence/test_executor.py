@@ -106,10 +106,8 @@ async def test_a_dependent_waits_for_its_dependencys_run_to_end_not_its_report(
         events.append(f"start {task.id}")
         queue.report(task.id, "done", "ok")
         if task.id == "a":
-            await a_goes_on.wait()  # the rest of A's message still runs
-        if task.id == "c":
-            await asyncio.sleep(0.01)
-            a_goes_on.set()
+            asyncio.get_running_loop().call_later(0.1, a_goes_on.set)
+            await a_goes_on.wait()  # the rest of A's message still runs; C ends meanwhile
         events.append(f"end {task.id}")
         return AgentResult()
 
