@@ -152,13 +152,13 @@ async def test_a_script_the_agent_runs_cannot_print_the_gateway_key(tmp_path: Pa
     assert KEY not in sent
 
 
-async def test_an_orchestrated_run_on_the_anthropic_harness(tmp_path: Path) -> None:
+async def orchestrate(tmp_path: Path, task_responses: list[Any]) -> tuple[Any, ScriptedGateway]:
+    """revenue-analytics (which declares abort cases) planned as one task, on this harness."""
     enqueue = call("mcp__wizard__enqueue_task", type="tag-customers", label="Tag", id="tag")
-    done = call("mcp__wizard__complete_task", status="done", summary="tagged")
     scenario = {
         "conversations": [
             {"match": SEED_LINE, "responses": [{"blocks": [enqueue]}, said("Planned.")]},
-            {"match": "# Task tag:", "responses": [{"blocks": [done]}, said("Reported.")]},
+            {"match": "# Task tag:", "responses": task_responses},
         ]
     }
     project = tmp_path / "project"
@@ -175,6 +175,24 @@ async def test_an_orchestrated_run_on_the_anthropic_harness(tmp_path: Path) -> N
         )
         outcome = await run_orchestrator(ctx, AnthropicHarness())
         assert await gateway.settled()
+    return outcome, gateway
+
+
+async def test_an_orchestrated_run_on_the_anthropic_harness(tmp_path: Path) -> None:
+    done = call("mcp__wizard__complete_task", status="done", summary="tagged")
+    outcome, gateway = await orchestrate(tmp_path, [{"blocks": [done]}, said("Reported.")])
     assert outcome.status == "succeeded", outcome
     assert [t["status"] for t in outcome.tasks] == ["done"]
     gateway.assert_complete()
+
+
+async def test_a_declared_stop_in_an_anthropic_task_aborts_the_run(tmp_path: Path) -> None:
+    """The stop line, then complete_task(done) in the same reply: that ended "1/1 steps
+    completed", exit 0, on this harness. The marker ends the run; complete_task never runs."""
+    done = call("mcp__wizard__complete_task", status="done", summary="tagged")
+    stop = {"blocks": [{"text": "[ABORT] could not find a posthog distinct_id\n"}, done]}
+    outcome, gateway = await orchestrate(tmp_path, [stop, said("never asked")])
+    assert (outcome.status, outcome.reason) == ("aborted", "could not find a posthog distinct_id")
+    assert [(t["status"], t["error"]) for t in outcome.tasks] == [("failed", "aborted")]
+    task_requests = [r for r in gateway.requests if "# Task tag:" in json.dumps(r.body)]
+    assert len(task_requests) == 1  # not retried, nothing asked after the marker

@@ -79,10 +79,35 @@ async def test_49_with_abort_cases_the_marker_ends_the_run(tmp_path: Path) -> No
     )
 
 
-async def test_50_task_runs_never_abort_on_a_marker(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[*WORK, {"text": "[ABORT] stop"}]], task=True, settled=lambda: True)
+async def test_50_without_abort_cases_task_runs_ignore_a_marker(tmp_path: Path) -> None:
+    h = Harnessed(tmp_path, [[*WORK, {"text": "[ABORT] stop"}]], task=True,
+                  settled=lambda: True, detect_skill_aborts=False)  # fmt: skip
     result = await h.run()
     assert result.ok and "interrupt" not in h.cli.requests
+
+
+async def test_a_declared_stop_in_a_task_run_ends_it(tmp_path: Path) -> None:
+    """replay-vision (orchestrator + anthropic) declares abort cases: the stop line, then
+    complete_task(done), ended "1/1 steps completed", exit 0. Now the marker ends the run."""
+    h = Harnessed(tmp_path, [[{"text": "[ABORT] no replay here"}, {"hold": True}]], task=True,
+                  settled=lambda: False, detect_skill_aborts=True)  # fmt: skip
+    result = await h.run()
+    assert result == AgentResult(AgentErrorType.ABORT, "no replay here", "skill")
+    assert h.cli.requests == ["initialize", "interrupt"]
+
+
+@pytest.mark.parametrize("task", [False, True])
+async def test_the_gateways_refusal_ends_any_run_even_without_abort_cases(
+    tmp_path: Path, task: bool
+) -> None:
+    """§10.6 left the gateway's marker undetected on this harness (a refused run with earlier
+    tool calls succeeded); it ends every run now, as on pi."""
+    refused: list[Frame] = [*WORK, {"text": "[posthog:abort] policy says no"}, {"hold": True}]
+    task_fields: dict[str, Any] = {"task": True, "settled": lambda: False} if task else {}
+    h = Harnessed(tmp_path, [refused], detect_skill_aborts=False, **task_fields)
+    result = await h.run()
+    assert (result.error, result.abort_source) == (AgentErrorType.ABORT, "gateway_policy")
+    assert "interrupt" in h.cli.requests
 
 
 async def test_51_any_reason_interrupts_at_once_and_stops_the_spinner(tmp_path: Path) -> None:
@@ -133,11 +158,6 @@ async def test_52_the_shared_parser_decides(tmp_path: Path, text: str) -> None:
     h = Harnessed(tmp_path, turns)
     result = await h.run()
     assert result.message == expected if expected is not None else result.ok
-
-
-async def test_53_the_gateway_marker_is_not_detected_here(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[*WORK, {"text": "[posthog:abort] policy says no"}], REMARK])
-    assert (await h.run()).ok
 
 
 # --- shared with pi: guard, classification, analytics -----------------------------------

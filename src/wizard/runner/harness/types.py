@@ -110,7 +110,8 @@ class RunInputs:
     # The OS sandbox every command the agent runs is held in; None: the fence alone.
     sandbox: SandboxPolicy | None = None
     # Whether a skill's `[ABORT]` ends the run. pi always looks; the anthropic harness looks
-    # only when the program declares abort cases, as the TypeScript wizard's does.
+    # only when the program declares abort cases, as the TypeScript wizard's does (in linear,
+    # seed and task runs; the gateway's refusal it always looks for).
     detect_skill_aborts: bool = True
 
 

@@ -2,11 +2,13 @@
 
 A run, as it reads below: start the SDK's client behind wizard's gateway proxy, send the
 prompt, nudge while the work is open, ask for a remark, classify with the shared endings.
-The abort semantics are the TypeScript wizard's anthropic path (checklist §10.6): a skill's
-`[ABORT] <reason>` is looked for only in `run` and only when the program declares abort
-cases, in every assistant text block in order (the remark reply too); the first one found
-interrupts the CLI at once (`interrupt()` is the only call that stops it). The gateway's
-refusal marker is not looked for here. A security violation still wins.
+The abort semantics follow the TypeScript wizard's anthropic path (checklist §10.6), with one
+rule on top: a declared stop never ends in success. A skill's `[ABORT] <reason>` is looked for
+only when the program declares abort cases (the gate), in linear runs and in orchestrator
+seed and task runs alike; the gateway's refusal marker is looked for in every run, as on pi.
+Every assistant text block is read in order (the remark reply too); the first marker found
+interrupts the CLI at once (`interrupt()` is the only call that stops it). A security
+violation still wins.
 
 What the CLI is given: the program's prompt and wizard's notes; none of Claude's built-in
 tools, but wizard's host tools (its file tools, which check a path as they open it, and its
@@ -46,7 +48,13 @@ from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
 from wizard.runner.harness.state import RunState
 from wizard.runner.harness.types import RunInputs, SessionStats, TaskRunInputs
-from wizard.signals import REMARK_INSTRUCTION, StopMarker, skill_abort_reason
+from wizard.signals import (
+    REMARK_INSTRUCTION,
+    Marker,
+    StopMarker,
+    first_stop_marker,
+    skill_abort_reason,
+)
 from wizard.tools.base import HostTool
 from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
 from wizard.tools.shell import shell_tool
@@ -98,8 +106,10 @@ class AnthropicHarness:
         return await self._drive(RunState(inputs, self.name), inputs.detect_skill_aborts)
 
     async def run_task(self, inputs: TaskRunInputs) -> AgentResult:
-        """Run one orchestrator seed or task conversation (no abort detection, as in §10.6)."""
-        return await self._drive(RunState(inputs, self.name), detect=False)
+        """Run one orchestrator seed or task conversation; `[ABORT]` is looked for as in a
+        linear run, when the program declares abort cases (a declared stop never ends in
+        success)."""
+        return await self._drive(RunState(inputs, self.name), inputs.detect_skill_aborts)
 
     async def _drive(self, run: RunState, detect: bool) -> AgentResult:
         sdk = load_sdk()
@@ -191,11 +201,10 @@ class AnthropicHarness:
             if isinstance(block, sdk.ToolUseBlock):
                 run.output.tool_called()
                 run.inputs.sink(ToolCalled(block.name, dict(block.input)))
-        if detect:
-            for text in texts:  # in order; the first block with a marker counts
-                if (reason := skill_abort_reason(text)) is not None:
-                    run.latch.hold(StopMarker(reason=reason, source="skill", offset=0))
-                    break
+        for text in texts:  # in order; the first block with a marker counts
+            if (marker := _stop_marker(run, text, detect)) is not None:
+                run.latch.hold(marker)
+                break
         run.output.assistant_text("\n".join(texts))
 
     def _options(self, sdk: ModuleType, run: RunState, proxy: GatewayProxy, workspace: Path) -> Any:
@@ -243,6 +252,17 @@ class AnthropicHarness:
         policy = policy.reading(engine.prefix).with_settings_file(workspace)
         cli = engine.sandbox_entry.with_name("cli.js")
         return [shell_tool(run.inputs.project_dir, (policy, engine.node, cli))]
+
+
+def _stop_marker(run: RunState, text: str, detect: bool) -> StopMarker | None:
+    """The block's stop marker: the gateway's refusal always; a skill's `[ABORT]` only when
+    the program declares abort cases (`detect`); the earlier of the two in the block."""
+    refusal = first_stop_marker(text, run.latch.gateway_marker, skill_markers=False)
+    reason = skill_abort_reason(text) if detect else None
+    if reason is None:
+        return refusal
+    skill = StopMarker(reason=reason, source="skill", offset=text.upper().find(Marker.ABORT))
+    return refusal if refusal is not None and refusal.offset < skill.offset else skill
 
 
 def _decided(run: RunState) -> Callable[[str, Any], Any]:

@@ -111,6 +111,7 @@ class _Orchestrator:
             tools=tools,
             engine_timeout=ctx.engine_timeout,
             sandbox=ctx.sandbox,
+            detect_skill_aborts=bool(ctx.program.abort_cases),
             **run,
         )
 
