@@ -619,3 +619,43 @@ async def test_a_run_cancelled_while_tasks_run_leaves_each_tasks_status(tmp_path
     ]
     (finished,) = run.analytics("orchestrator run finished")
     assert (finished["tasks_total"], finished["tasks_failed"]) == (3, 2)
+
+
+async def test_a_seed_that_fails_after_queuing_tasks_ends_the_run_and_runs_no_task(
+    tmp_path: Path,
+) -> None:
+    """The planner queued its tasks, then its last request failed (a 500): wizard does not
+    run a plan its planner did not finish. The run fails with the planner's error, and the
+    queue it left is in the outcome, every task pending."""
+    queued = msg(
+        enqueue("customers", "tag-customers"),
+        enqueue("checkouts", "tag-checkouts"),
+        error="500 Internal Server Error",
+        stop_reason="error",
+    )
+    run = Orchestrated(tmp_path, {SEED_LINE: [[[queued]]]})
+    outcome = await run.run()
+    assert (outcome.status, outcome.error_type) == ("failed", AgentErrorType.API_ERROR)
+    assert [(t["id"], t["status"]) for t in outcome.tasks] == [
+        ("customers", "pending"),
+        ("checkouts", "pending"),
+    ]
+    assert len(run.sessions.sessions) == 1  # no task run started
+
+
+async def test_a_skill_aborts_event_carries_no_source_a_refusals_does(tmp_path: Path) -> None:
+    """`agent aborted` (the harness's and the sequence's) names `source` only for the
+    gateway's refusal, as in the reference."""
+    for marker, source in ((f"[ABORT] {STRIPE}", None), ("[posthog:abort] no", "gateway_policy")):
+        run = Orchestrated(
+            tmp_path / source_name(source),
+            {SEED_LINE: [PLAN], task("customers"): [[[msg(text(marker))]]],
+             task("checkouts"): [HANGS]},
+        )  # fmt: skip
+        await run.run()
+        aborted = [e for e in run.analytics("agent aborted") if e.get("task_id") == "customers"]
+        assert [e.get("source", "absent") for e in aborted] == [source or "absent"] * 2
+
+
+def source_name(source: str | None) -> str:
+    return source or "skill"

@@ -1,0 +1,38 @@
+"""The host-tool bridge's two halt checks: once the run is ending, neither the fence's answer
+nor a host tool lets anything run (each check alone is what a test here needs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wizard.runner.harness.pi.bridge import HostBridge
+from wizard.tools.base import HostTool, ToolResult, schema
+from wizard.tools.fence import Fence
+
+
+def _bridge(tmp_path: Path, halted: bool, ran: list[str]) -> HostBridge:
+    async def handler(args: Mapping[str, Any]) -> ToolResult:
+        ran.append("ran")
+        return ToolResult("done")
+
+    tool = HostTool("note", "Take a note.", schema({}), handler)
+    return HostBridge([tool], Fence(tmp_path), halted=lambda: halted)
+
+
+async def test_the_fence_answer_is_a_refusal_once_the_run_is_ending(tmp_path: Path) -> None:
+    ran: list[str] = []
+    permit = {"op": "permit", "name": "note", "id": "1", "input": {}}
+    assert (await _bridge(tmp_path, False, ran).handle(permit))["allow"] is True
+    answer = await _bridge(tmp_path, True, ran).handle(permit)
+    assert answer["allow"] is False and "the run is ending" in answer["reason"]
+
+
+async def test_a_host_tool_does_not_run_once_the_run_is_ending(tmp_path: Path) -> None:
+    ran: list[str] = []
+    call = {"op": "tool", "name": "note", "id": "1", "input": {}}
+    assert (await _bridge(tmp_path, False, ran).handle(call))["text"] == "done"
+    answer = await _bridge(tmp_path, True, ran).handle(call)
+    assert answer["isError"] and "the run is ending" in answer["text"]
+    assert ran == ["ran"]  # only the call made before the run was ending
