@@ -409,6 +409,37 @@ def undo(
 
 
 @app.command()
+def resume(
+    run: RunArg = None,
+    project: JournalProject = Path("."),
+    ci: Ci = False,
+    outcome_json: OutcomeJson = None,
+    gateway_url: GatewayUrl = None,
+    gateway_key: GatewayKey = None,
+    gateway_api: GatewayApi = None,
+    allow_insecure_gateway: AllowInsecure = False,
+    verbose: Verbose = False,
+    max_parallel: MaxParallel = None,
+    no_sandbox: NoSandbox = False,
+) -> None:
+    """Carry on an interrupted orchestrator run: finished tasks do not run again."""
+    from dataclasses import replace
+
+    from wizard.programs import get_program
+    from wizard.runner.resume import resumable_run
+
+    try:
+        record = resumable_run(project, run)
+        config = get_program(record.program)  # a `wizard skill` run is not resumable
+    except WizardError as exc:
+        raise _usage_error(exc, run or "resume", ci, outcome_json) from exc
+    gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
+    options = _options(project, record.harness, "orchestrator", None, None, ci, gateway,
+                       verbose, max_parallel, no_sandbox)  # fmt: skip
+    _launch(config, replace(options, resume_from=record.run_id), outcome_json)
+
+
+@app.command()
 def doctor() -> None:
     """Check Node, pi, the OS sandbox, the SDK and the gateway settings; exit 1 if one fails."""
     from wizard.config import with_config

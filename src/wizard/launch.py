@@ -57,6 +57,8 @@ class LaunchOptions:
     verbose: bool = False
     max_parallel: int | None = None
     no_sandbox: bool = False
+    # `wizard resume`: the interrupted orchestrator run to carry on.
+    resume_from: str | None = None
 
 
 def new_run_id() -> str:
@@ -247,4 +249,5 @@ def _request(
         run_id=run_id,
         max_parallel=options.max_parallel,
         no_sandbox=options.no_sandbox,
+        resume_from=options.resume_from,
     )

@@ -83,8 +83,11 @@ class Outcome:
     unjournaled_changes: tuple[str, ...] = ()
     # The signal that interrupted a cancelled run (SIGINT for Ctrl-C).
     signal: int | None = None
-    # An orchestrator run's queue as it ended: id, type, label, status, attempts, error type.
+    # An orchestrator run's queue as it ended: id, type, label, status, attempts, error type
+    # and reason, and whether a resumed run carried the task over as finished.
     tasks: tuple[Mapping[str, Any], ...] = ()
+    # `wizard resume`: the interrupted run this one carried on.
+    resumed_from: str | None = None
     # Whether the agent's commands ran in the OS sandbox ("on") or with the fence alone.
     sandbox: str | None = None
     # What the user was warned of, such as a run without the sandbox.

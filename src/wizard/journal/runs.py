@@ -51,6 +51,8 @@ class RunRecord(BaseModel):
     large_changed: list[str] = []
     # Why the after-run snapshot could not be taken: this run cannot be undone.
     journal_error: str | None = None
+    # How a run that did not succeed ended (`WIZARD_API_ERROR`...): can it be resumed?
+    error_type: str | None = None
     undoes: str | None = None
     undone_by: str | None = None
 
@@ -113,7 +115,7 @@ class Journal:
         self._save(record)
         return record
 
-    def finish(self, record: RunRecord, status: str) -> RunRecord:
+    def finish(self, record: RunRecord, status: str, error_type: str | None = None) -> RunRecord:
         """Snapshot the project after a run, whatever its outcome; prune old records.
 
         A snapshot that fails still closes the record, with the reason: the run is not
@@ -122,7 +124,10 @@ class Journal:
             snapshot = self.store.snapshot()
             self.store.keep(f"{record.run_id}/after", snapshot.tree)
         except (ConfigError, OSError) as exc:
-            update = {"ended_at": _now(), "status": status, "journal_error": str(exc)}
+            update = {
+                "ended_at": _now(), "status": status, "error_type": error_type,
+                "journal_error": str(exc),
+            }  # fmt: skip
             self._save(record.model_copy(update=update))
             raise
         changes = self.store.changes(record.before, snapshot.tree)
@@ -131,6 +136,7 @@ class Journal:
             update={
                 "ended_at": _now(),
                 "status": status,
+                "error_type": error_type,
                 "after": snapshot.tree,
                 "after_modes": snapshot.modes,
                 "changed": _changed_paths(changes, record.before_modes, snapshot.modes),
@@ -209,6 +215,14 @@ class Journal:
         finished = self.finish(record, "succeeded")
         self._save(target.model_copy(update={"undone_by": run_id}))
         return Undone(finished, restored)
+
+    def changed_since_end(self, record: RunRecord) -> list[str]:
+        """The paths that differ between the end of `record`'s run and the project now."""
+        assert record.after is not None
+        now = self.store.snapshot()
+        return _changed_paths(
+            self.store.changes(record.after, now.tree), record.after_modes, now.modes
+        )
 
     def _changed_since(self, target: RunRecord, now: Snapshot) -> list[str]:
         assert target.after is not None

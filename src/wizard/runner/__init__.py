@@ -56,6 +56,8 @@ class RunRequest:
     max_parallel: int | None = None
     # `--no-sandbox`: commands run with the fence alone.
     no_sandbox: bool = False
+    # `wizard resume`: carry on the queue of this interrupted orchestrator run.
+    resume_from: str | None = None
 
 
 def make_harness(name: str) -> Harness:
@@ -168,6 +170,7 @@ async def _run(
         run_id=request.run_id,
         max_parallel=_max_parallel(request),
         sandbox=sandbox.policy,
+        resume_from=request.resume_from,
     )
     try:
         await harness.prepare(lambda line: request.sink(LogLine(line)))
@@ -180,7 +183,7 @@ async def _run(
     except asyncio.CancelledError:
         journal.finish("cancelled")
         raise
-    journal.finish(outcome.status)
+    journal.finish(outcome.status, outcome.error_type)
     if journal.warning is not None:
         outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
     return outcome

@@ -46,12 +46,12 @@ class RunJournal:
             return cls(context, warning=f"{NOT_JOURNALED} ({exc}).")
         return cls(context, journal, record)
 
-    def finish(self, status: str) -> RunRecord | None:
+    def finish(self, status: str, error_type: str | None = None) -> RunRecord | None:
         """Snapshot the project after the run; the finished record."""
         if self.journal is None or self.record is None:
             return None
         try:
-            return self.journal.finish(self.record, status)
+            return self.journal.finish(self.record, status, error_type)
         except (WizardError, OSError) as exc:
             self.context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             self.warning = f"{NOT_JOURNALED} ({exc})."

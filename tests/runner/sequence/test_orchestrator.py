@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -659,3 +660,40 @@ async def test_a_skill_aborts_event_carries_no_source_a_refusals_does(tmp_path: 
 
 def source_name(source: str | None) -> str:
     return source or "skill"
+
+
+# --- resume (issue 19) ----------------------------------------------------------------------
+
+
+async def test_a_resumed_run_carries_finished_tasks_over_and_runs_the_rest(
+    tmp_path: Path,
+) -> None:
+    """The interrupted run finished `customers` (its handoff kept) and was stopped in
+    `checkouts`: the resume plans nothing, runs `checkouts` afresh and then `report`."""
+    tagged = [[msg(complete("done", "tagged", handoff="customers: billing.py:12"))]]
+    earlier = Orchestrated(
+        tmp_path / "earlier",
+        {SEED_LINE: [PLAN], task("customers"): [tagged], task("checkouts"): [HANGS]},
+    )
+    going = asyncio.ensure_future(run_orchestrator(earlier.ctx, PiHarness(earlier.sessions)))
+    while not queue_path(earlier.ctx.run_id).exists() or earlier.statuses() != {
+        "customers": "done", "checkouts": "running", "report": "pending"
+    }:  # fmt: skip
+        await asyncio.sleep(0.01)
+    going.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await going
+    resumed = Orchestrated(
+        tmp_path / "resumed", {task("checkouts"): [WORKED], task("report"): [WORKED]}
+    )
+    resumed.ctx = replace(resumed.ctx, resume_from=earlier.ctx.run_id)
+    outcome = await resumed.run()
+    assert outcome.status == "succeeded" and outcome.resumed_from == earlier.ctx.run_id
+    assert [(t["id"], t["status"], t["carried_over"]) for t in outcome.tasks] == [
+        ("customers", "done", True),
+        ("checkouts", "done", False),
+        ("report", "done", False),
+    ]
+    assert resumed.started_order() == ["checkouts", "report"]
+    # The report's agent still gets the handoff of the task that was carried over.
+    assert "customers: billing.py:12" in resumed.sessions.sessions[-1].prompts[0]

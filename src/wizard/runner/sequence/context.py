@@ -41,6 +41,8 @@ class RunContext:
     max_parallel: int = DEFAULT_MAX_PARALLEL
     # The OS sandbox of every command the agent runs; None with `--no-sandbox`.
     sandbox: SandboxPolicy | None = None
+    # `wizard resume`: the interrupted orchestrator run whose queue this run carries on.
+    resume_from: str | None = None
 
     def outcome(
         self,

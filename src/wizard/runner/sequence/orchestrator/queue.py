@@ -80,6 +80,29 @@ class TaskQueue:
         self._on_transition = on_transition
         self._write()
 
+    def carry_over(self, earlier: Path) -> list[str]:
+        """Take the tasks of an interrupted run's queue (its `queue.json`): those that ended
+        `done` or `not needed` keep that, with their summaries and handoffs, and do not run
+        again; every other one is pending afresh (one that was running starts over). The ids
+        carried over as finished are returned."""
+        data = json.loads(earlier.read_text())
+        finished = []
+        for raw in data.get("tasks", []):
+            done = raw.get("status") in ("done", "not needed")
+            task = QueuedTask(
+                id=str(raw["id"]), type=str(raw["type"]), label=str(raw["label"]),
+                status=raw["status"] if done else "pending",
+                depends_on=tuple(raw.get("depends_on") or ()),
+                optional=bool(raw.get("optional")), inputs=raw.get("inputs") or {},
+                attempts=int(raw.get("attempts") or 0) if done else 0,
+                summary=raw.get("summary") if done else None,
+                handoff=raw.get("handoff") if done else None,
+            )  # fmt: skip
+            self._set(task, None)
+            if done:
+                finished.append(task.id)
+        return finished
+
     def tasks(self) -> list[QueuedTask]:
         """Every task, in enqueue order."""
         return list(self._tasks.values())

@@ -56,6 +56,8 @@ class _Orchestrator:
     harness: Harness
     started: float = field(default_factory=time.monotonic)
     retried: int = 0
+    # The tasks a resumed run carried over as finished (they do not run again).
+    carried: list[str] = field(default_factory=list)
     queue: TaskQueue = field(init=False)
 
     def __post_init__(self) -> None:
@@ -199,9 +201,13 @@ async def run_orchestrator(ctx: RunContext, harness: Harness) -> Outcome:
 
 async def _plan_and_drain(run: _Orchestrator) -> Outcome:
     ctx = run.ctx
-    seed = await run.plan()
-    if not seed.ok:
-        return _stopped(run, seed, None)
+    if ctx.resume_from is not None:  # `wizard resume`: the interrupted run's plan, carried on
+        run.carried = run.queue.carry_over(queue_path(ctx.resume_from))
+        run.emit("orchestrator resumed", resumed_from=ctx.resume_from, carried=len(run.carried))
+    else:
+        seed = await run.plan()
+        if not seed.ok:
+            return _stopped(run, seed, None)
     tasks = run.queue.tasks()
     if not tasks:
         return _unplanned(ctx)
@@ -281,8 +287,12 @@ def _success(run: _Orchestrator, tasks: list[QueuedTask]) -> Outro:
 
 
 def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
-    """The outcome, with the queue's final state for `--outcome-json`."""
-    return replace(outcome, tasks=tuple(_summary(asdict(t)) for t in run.queue.tasks()))
+    """The outcome, with the queue's final state for `--outcome-json` (and, for a resumed
+    run, which tasks it carried over as finished)."""
+    tasks = tuple(
+        {**_summary(asdict(t)), "carried_over": t.id in run.carried} for t in run.queue.tasks()
+    )
+    return replace(outcome, tasks=tasks, resumed_from=run.ctx.resume_from)
 
 
 def saved_tasks(run_id: str) -> tuple[dict[str, Any], ...]:
