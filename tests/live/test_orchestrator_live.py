@@ -3,6 +3,7 @@ scripted gateway's `conversations`, each picked by the first line of its first p
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -204,8 +205,11 @@ async def test_a_gateway_refusal_while_planning_aborts_the_run(tmp_path: Path) -
     live.assert_no_process_left()
 
 
-async def test_a_marker_after_complete_task_ends_nothing(tmp_path: Path) -> None:
-    # complete_task shares its batch with `read`, so pi asks the model once more.
+async def test_the_report_ends_the_task_nothing_after_it_runs_or_is_asked(
+    tmp_path: Path,
+) -> None:
+    # complete_task shares its batch with `read`: pi used to run the read and ask the model
+    # once more (whose stop marker then had to be ignored). The report ends the task's turn.
     closing = [
         {"blocks": [complete("done", "nothing to tag"), call("read", path="app.py")]},
         said("[ABORT] just kidding, all done"),
@@ -216,7 +220,8 @@ async def test_a_marker_after_complete_task_ends_nothing(tmp_path: Path) -> None
     live = await orchestrate(tmp_path, [plan, conversation(task("customers"), *closing)])
     assert live.outcome.status == "succeeded", live.outcome
     assert [t["status"] for t in live.outcome.tasks] == ["done"]
-    live.gateway.assert_complete()
+    asked = [r for r in live.gateway.requests if "# Task customers:" in json.dumps(r.body)]
+    assert len(asked) == 1, "the model was asked again after the task reported"
     live.assert_no_process_left()
 
 

@@ -697,3 +697,25 @@ async def test_a_resumed_run_carries_finished_tasks_over_and_runs_the_rest(
     assert resumed.started_order() == ["checkouts", "report"]
     # The report's agent still gets the handoff of the task that was carried over.
     assert "customers: billing.py:12" in resumed.sessions.sessions[-1].prompts[0]
+
+
+async def test_a_task_is_over_once_it_reported_nothing_after_it_in_the_message_runs(
+    tmp_path: Path,
+) -> None:
+    """complete_task shared its message with a write: the write ran while a dependent could
+    start. Now the report ends the task's turn; the write is refused, and the dependent
+    starts only after."""
+    plan = [[msg(enqueue("customers", "tag-customers"), enqueue("report", "report", "customers"))]]
+    late = tool("write", path="late.txt", content="written after the report")
+    run = Orchestrated(
+        tmp_path,
+        {
+            SEED_LINE: [plan],
+            task("customers"): [[[msg(complete(), late)]]],
+            task("report"): [WORKED],
+        },
+    )
+    outcome = await run.run()
+    assert outcome.status == "succeeded"
+    assert not (run.ctx.project_dir / "late.txt").exists()
+    assert run.started_order() == ["customers", "report"]

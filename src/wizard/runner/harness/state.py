@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from wizard.events import AnalyticsEvent, EventSink, LogLine, SpinnerMessage, SpinnerStopped
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.types import RunInputs, TaskRunInputs
 from wizard.signals import OutputSignals, dashboard_url, last_status_line, notebook_url
-from wizard.tools.base import Decision, HostTool
+from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.fence import Fence
 from wizard.tools.files import file_tools
 from wizard.tools.tasks import TaskStore, task_tools
@@ -99,7 +101,24 @@ class RunState:
         task_list = task_tools(self.store) if self.inputs.task_list else []
         # wizard's file tools stand in for every engine's own: one checked-and-used path.
         tools = [*file_tools(self.fence.root), *task_list, *program_tools]
-        return [tool for tool in tools if tool.name not in self.fence.disallowed_tools]
+        allowed_tools = [tool for tool in tools if tool.name not in self.fence.disallowed_tools]
+        return [self._ends_on_report(tool) for tool in allowed_tools]
+
+    def _ends_on_report(self, tool: HostTool) -> HostTool:
+        """A task run is over once its task reported: the call that reports ends the turn
+        (`halt`), so nothing after it in the message runs and the engine asks nothing more."""
+        task = self.task
+        if task is None:
+            return tool
+        inner = tool.handler
+
+        async def handler(args: Mapping[str, Any]) -> ToolResult:
+            result = await inner(args)
+            if task.reported():
+                self.halt.set()
+            return result
+
+        return replace(tool, handler=handler)
 
     def work_open(self) -> bool:
         """Whether the run's work is unfinished: its task list open, its task not settled."""
