@@ -98,6 +98,20 @@ class FenceGate:
             return self._sdk.PermissionResultAllow(updated_input=arguments)
         return self._sdk.PermissionResultDeny(message=decision.reason or "Blocked.")
 
+    async def post_tool_use(
+        self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
+    ) -> dict[str, Any]:
+        """Once the run is ending (a marker, a violation, a task that reported), the CLI
+        does not go on to ask the model again after this tool: `interrupt()` from the
+        harness would come a moment too late."""
+        if self._halted():
+            return {"continue_": False, "stopReason": "the run is ending"}
+        return {}
+
     def hooks(self) -> dict[str, list[Any]]:
         """The hook configuration for `ClaudeAgentOptions`."""
-        return {"PreToolUse": [self._sdk.HookMatcher(matcher=None, hooks=[self.pre_tool_use])]}
+        matcher = self._sdk.HookMatcher
+        return {
+            "PreToolUse": [matcher(matcher=None, hooks=[self.pre_tool_use])],
+            "PostToolUse": [matcher(matcher=None, hooks=[self.post_tool_use])],
+        }
