@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wizard import __version__
-from wizard.errors import WizardError
+from wizard.errors import EngineChanged, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 
 if TYPE_CHECKING:
@@ -467,9 +467,14 @@ def engines_install(
         installed = pi_engine.installed_pi()
         if installed is not None:
             pi_engine.find_node()
-            typer.echo(f"pi {installed.version} is already installed in {installed.prefix}")
-            return
-        installed = pi_engine.install_pi(progress=lambda line: typer.echo(f"  {line}"))
+            try:
+                pi_engine.check_unchanged(installed.prefix)
+                typer.echo(f"pi {installed.version} is already installed in {installed.prefix}")
+                return
+            except EngineChanged as exc:  # the fix the refusal names: install it afresh
+                typer.echo(f"  {exc.message} Reinstalling.")
+        progress = lambda line: typer.echo(f"  {line}")  # noqa: E731
+        installed = pi_engine.install_pi(progress, replace_changed=True)
     except WizardError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +104,55 @@ def test_status_says_node_is_missing_when_pi_is_installed(fake_path: Path) -> No
         f"pi: {engine.PI_VERSION} in {prefix}, but it cannot run without Node.js" in result.output
     )
     assert "not installed" not in result.output
+
+
+FAKE_NPM = """echo "$$" >> "$FAKE_NPM_LOG"
+sleep 1
+for file in @mariozechner/pi-coding-agent/dist/cli.js @mariozechner/pi-coding-agent/dist/index.js \\
+            @anthropic-ai/sandbox-runtime/dist/index.js; do
+  mkdir -p "node_modules/$(dirname "$file")" && echo "// $file" > "node_modules/$file"
+done
+echo "added 3 packages"
+"""
+
+
+@pytest.fixture
+def fake_npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """npm that installs a tiny tree after a second and logs each install; the real node."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _fake_bin(bin_dir, "npm", FAKE_NPM)
+    log = tmp_path / "npm.log"
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NPM_LOG", str(log))
+    monkeypatch.setenv("WIZARD_ENGINES_DIR", str(tmp_path / "engines"))
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    return log
+
+
+def test_concurrent_first_runs_wait_for_one_install_and_share_it(fake_npm: Path) -> None:
+    """Two first runs at once: one failed with a Node stack trace (`ENOENT uv_cwd`), its
+    folder removed under it by the other's install."""
+    code = "from wizard.runner.harness.pi.engine import ensure_pi; print(ensure_pi().prefix)"
+    runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
+    outputs = [run.communicate(timeout=60) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert outputs[0][0] == outputs[1][0]
+    assert len(fake_npm.read_text().splitlines()) == 1  # one install, shared
+
+
+def test_engines_install_replaces_a_changed_engine(fake_npm: Path) -> None:
+    """The refusal of a changed engine names `wizard engines install pi`: it must reinstall."""
+    installed = engine.install_pi()
+    engine.check_unchanged(installed.prefix)
+    target = installed.cli
+    target.chmod(0o644)
+    target.write_text("// changed by someone\n")
+    result = CliRunner().invoke(app, ["engines", "install", "pi"])
+    assert result.exit_code == 0, result.output
+    assert "Reinstalling" in result.output
+    assert len(fake_npm.read_text().splitlines()) == 2
+    engine.check_unchanged(installed.prefix)  # the fresh tree is the recorded one
+    unchanged = CliRunner().invoke(app, ["engines", "install", "pi"])
+    assert "already installed" in unchanged.output

@@ -11,11 +11,13 @@ record first, and refuses a changed engine with the command that reinstalls it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -120,9 +122,40 @@ def installed_pi() -> PiEngine | None:
     return PiEngine(node=Path(node), cli=_pi_cli(prefix), version=PI_VERSION, prefix=prefix)
 
 
-def install_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
-    """Install the pinned pi with `npm ci` from the shipped lockfile; return it."""
+@contextlib.contextmanager
+def _install_lock(progress: Callable[[str], None]) -> Iterator[None]:
+    """One engine install at a time: a second (a concurrent first run) waits for the first."""
+    folder = engines_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(folder / ".install.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress("another wizard is installing the engine; waiting for it ...")
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def install_pi(
+    progress: Callable[[str], None] = lambda line: None, *, replace_changed: bool = False
+) -> PiEngine:
+    """Install the pinned pi with `npm ci` from the shipped lockfile; return it. An install
+    that another process finished meanwhile is used as it is (unless `replace_changed` and
+    it is not the tree that was installed)."""
     find_node()
+    with _install_lock(progress):
+        engine = installed_pi()
+        if engine is not None and not (replace_changed and tree_changes(
+            engine.prefix, _record(engine.prefix)
+        )):  # fmt: skip
+            return engine
+        return _install(progress)
+
+
+def _install(progress: Callable[[str], None]) -> PiEngine:
     npm = shutil.which("npm")
     if npm is None:
         raise EngineInstallError("npm was not found on PATH.", _NODE_HINT)
