@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.journal.trees import state
+from wizard.errors import UsageError
 from wizard.journal import Journal, UndoRefused
 
 NAMES = st.sampled_from(["a", "b", "c.txt", "d.bin", "e", "run.sh"])
@@ -194,3 +195,28 @@ def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.Mon
     journal.finish(record, "aborted")
     output = CliRunner().invoke(app, ["runs", "--project", str(project)]).output
     assert "0123456789ab" in output and "aborted" in output
+
+
+def test_a_second_undo_takes_back_the_run_before_and_never_flips(tmp_path: Path) -> None:
+    """A second `wizard undo` re-applied the agent's changes, and each further one flipped
+    again. It now undoes the run before; re-applying is the undo of the undo, named."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "app.py").write_text("v1\n")
+    journal = Journal(project, tmp_path / "state")
+    first = journal.begin("r1", "test")
+    (project / "app.py").write_text("v2\n")
+    journal.finish(first, "succeeded")
+    second = journal.begin("r2", "test")
+    (project / "app.py").write_text("v3\n")
+    journal.finish(second, "succeeded")
+    journal.undo(journal.find(None), "u1")  # r2
+    assert (project / "app.py").read_text() == "v2\n"
+    journal.undo(journal.find(None), "u2")  # r1, not u1
+    assert (project / "app.py").read_text() == "v1\n"
+    with pytest.raises(UsageError):
+        journal.find(None)  # nothing left to undo; undo records are never picked
+    journal.undo(journal.find("u2"), "u3")  # named: r1's changes back
+    assert (project / "app.py").read_text() == "v2\n"
+    assert journal.get("r1") is not None and journal.get("r1").undone_by is None
+    assert journal.find(None).run_id == "r1"

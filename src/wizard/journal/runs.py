@@ -171,11 +171,15 @@ class Journal:
 
     def find(self, run_id: str | None, *, undoable: bool = True) -> RunRecord:
         """The record `run_id` (or an unambiguous prefix of it), else the newest finished one:
-        with `undoable`, the newest whose changes have not been undone yet."""
+        with `undoable`, the newest run (never an undo) whose changes are still in place. So a
+        second `wizard undo` takes back the run before, and never re-applies one: that is
+        `wizard undo UNDO-ID`, named."""
         records = [r for r in self.records() if r.after is not None]
         if run_id is None:
             if undoable:
-                records = [r for r in records if r.undone_by is None and r.changed]
+                records = [
+                    r for r in records if r.kind == "run" and r.undone_by is None and r.changed
+                ]
             if not records:
                 left = " with changes left to undo" if undoable else ""
                 raise UsageError(
@@ -214,6 +218,9 @@ class Journal:
         restored += self._restore_modes(target, {c.path for c in changes})
         finished = self.finish(record, "succeeded")
         self._save(target.model_copy(update={"undone_by": run_id}))
+        if target.kind == "undo" and (original := self.get(target.undoes or "")) is not None:
+            # Undoing an undo puts that run's changes back: it is no longer undone.
+            self._save(original.model_copy(update={"undone_by": None}))
         return Undone(finished, restored)
 
     def changed_since_end(self, record: RunRecord) -> list[str]:
