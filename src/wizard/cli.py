@@ -360,19 +360,30 @@ def runs(
 
 
 @app.command()
-def diff(run: RunArg = None, project: JournalProject = Path(".")) -> None:
-    """Show what a run changed (default: the latest run)."""
+def diff(
+    run: RunArg = None,
+    project: JournalProject = Path("."),
+    stat: Annotated[bool, typer.Option("--stat", help="A summary: files and line counts.")] = False,
+) -> None:
+    """Show what a run changed, as a patch `git apply` takes (default: the latest run)."""
+    import sys
+
     from wizard.journal import Journal
-    from wizard.ui.console import make_console
-    from wizard.ui.diff import render_diff
+    from wizard.ui.diff import colour_patch
 
     journal = Journal(project)
     try:
         record = journal.find(run, undoable=False)
     except WizardError as exc:
         raise _usage_error(exc) from exc
-    patch = journal.patch(record)
-    make_console().print(render_diff(patch) if patch else f"Run {record.run_id} changed no files.")
+    patch = journal.patch(record, stat=stat)
+    if not patch:
+        typer.echo(f"Run {record.run_id} changed no files.", err=True)
+        return
+    coloured = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    out = sys.stdout.buffer
+    out.write((colour_patch(patch) if coloured else patch).encode(errors="surrogateescape"))
+    out.flush()
 
 
 @app.command()

@@ -220,3 +220,42 @@ def test_a_second_undo_takes_back_the_run_before_and_never_flips(tmp_path: Path)
     assert (project / "app.py").read_text() == "v2\n"
     assert journal.get("r1") is not None and journal.get("r1").undone_by is None
     assert journal.find(None).run_id == "r1"
+
+
+def test_wizard_diff_is_a_patch_git_apply_takes(tmp_path: Path) -> None:
+    """Lines were wrapped at the terminal's width and padded, so `git apply` refused it."""
+    from typer.testing import CliRunner
+
+    from wizard.cli import app
+
+    before = {"app.py": "x = 1\n", "long.py": "y = '" + "z" * 300 + "'\n", "gone.txt": "bye\n",
+              "logo.bin": bytes(range(256)).decode("latin-1")}  # fmt: skip
+    project = tmp_path / "p"
+    project.mkdir()
+    for name, text in before.items():
+        (project / name).write_bytes(text.encode("latin-1"))
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r1", "test")
+    (project / "long.py").write_text("y = '" + "w" * 300 + "'\n")
+    (project / "gone.txt").unlink()
+    (project / "new" / "deep").mkdir(parents=True)
+    (project / "new" / "deep" / "n.py").write_text("n = 2\n")
+    (project / "logo.bin").write_bytes(bytes(reversed(range(256))))
+    journal.finish(record, "succeeded")
+    after = state(project)
+    env = {"WIZARD_STATE_DIR": str(tmp_path / "state"), "COLUMNS": "80"}
+    result = CliRunner().invoke(app, ["diff", "r1", "--project", str(project)], env=env)
+    assert result.exit_code == 0, result.output
+    patch = result.stdout_bytes
+    assert b"\x1b[" not in patch and not any(line.endswith(b" ") for line in patch.splitlines())
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name, text in before.items():
+        (copy / name).write_bytes(text.encode("latin-1"))
+    (tmp_path / "x.patch").write_bytes(patch)
+    applied = subprocess.run(["git", "apply", str(tmp_path / "x.patch")], cwd=copy,
+                             capture_output=True, text=True)  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    assert state(copy) == after
+    summary = CliRunner().invoke(app, ["diff", "r1", "--stat", "--project", str(project)], env=env)
+    assert "4 files changed" in summary.stdout

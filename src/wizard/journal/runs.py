@@ -195,9 +195,11 @@ class Journal:
             )
         return matches[0]
 
-    def patch(self, record: RunRecord) -> str:
-        """What the run changed, as a unified diff."""
+    def patch(self, record: RunRecord, *, stat: bool = False) -> str:
+        """What the run changed, as a unified diff `git apply` takes (or its `--stat`)."""
         assert record.after is not None
+        if stat:
+            return self.store.stat(record.before, record.after)
         return self.store.patch(record.before, record.after)
 
     # --- undoing --------------------------------------------------------------------------

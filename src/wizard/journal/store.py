@@ -236,8 +236,14 @@ class GitStore:
 
     def patch(self, old: str, new: str) -> str:
         """The unified diff from tree `old` to tree `new`."""
-        options = ("-p", "-r", "--no-color", "--no-renames", "--no-textconv", "--no-ext-diff")
-        return self._git("diff-tree", *options, old, new).decode(errors="replace")
+        options = ("-p", "-r", "--binary", "--no-color", "--no-renames", "--no-textconv",
+                   "--no-ext-diff")  # fmt: skip
+        return self._git("diff-tree", *options, old, new).decode(errors="surrogateescape")
+
+    def stat(self, old: str, new: str) -> str:
+        """The summary of the changes from tree `old` to tree `new` (`git diff --stat`)."""
+        options = ("--stat", "-r", "--no-color", "--no-renames")
+        return self._git("diff-tree", *options, old, new).decode(errors="surrogateescape")
 
     def folders(self, tree: str) -> set[str]:
         """Every folder in `tree`."""
