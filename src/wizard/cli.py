@@ -356,6 +356,9 @@ def runs(
             )
         )
         return
+    if not records:
+        typer.echo(f"No journaled runs of {project.resolve()} yet: `wizard run` records each one.")
+        return
     make_console().print(runs_table(records, str(project.resolve())))
 
 

@@ -189,6 +189,8 @@ def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
     project = tmp_path / "p"
     project.mkdir()
+    empty = CliRunner().invoke(app, ["runs", "--project", str(project)]).output
+    assert empty.startswith("No journaled runs of")  # not a bare header
     journal = Journal(project)
     record = journal.begin("0123456789ab", "transactional-email", "pi", "linear")
     (project / "x.txt").write_text("x")
