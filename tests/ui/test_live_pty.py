@@ -50,7 +50,25 @@ view.close()
 """
 
 
+WAIT_SCRIPT = """
+import time
+from rich.console import Console
+from wizard.events import SpinnerStarted, SpinnerStopped
+from wizard.ui.live import LiveView
+
+view = LiveView(Console(width=80))
+view(SpinnerStarted("Waiting for the model..."))
+time.sleep(1.0)
+view(SpinnerStopped("Done"))
+view.close()
+"""
+
+
 def _run_on_a_pty(script: str = SCRIPT) -> list[str]:
+    return _screen(_raw_pty_output(script))
+
+
+def _raw_pty_output(script: str) -> bytes:
     primary, secondary = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"}
     env.pop("NO_COLOR", None)
@@ -73,6 +91,10 @@ def _run_on_a_pty(script: str = SCRIPT) -> list[str]:
         output += chunk
     os.close(primary)
     assert process.wait(30) == 0, output.decode(errors="replace")
+    return output
+
+
+def _screen(output: bytes) -> list[str]:
     screen = pyte.Screen(80, 24)
     pyte.ByteStream(screen).feed(output)
     return [line.rstrip() for line in screen.display]
@@ -96,3 +118,10 @@ def test_the_queue_shows_one_line_a_task_with_status_and_elapsed_time() -> None:
     assert customers.split() == ["●", "Tag", "customers", "done", "63s"]
     (report,) = [line for line in lines if "Write the report" in line]
     assert report.split() == ["⊘", "Write", "the", "report", "skipped"]
+
+
+def test_the_spinner_turns_while_nothing_else_happens() -> None:
+    """Every redraw showed the same first frame (a new spinner each render): a slow model
+    reply looked hung. During a one-second wait it must show several frames."""
+    drawn = _raw_pty_output(WAIT_SCRIPT).decode(errors="replace")
+    assert len({frame for frame in SPINNER_FRAMES if frame in drawn}) >= 3, drawn

@@ -63,6 +63,9 @@ class LiveView:
         self._tasks: tuple[TaskView, ...] = ()
         self._queue: dict[str, QueueTaskChanged] = {}
         self._live: Live | None = None
+        # One spinner for the view's life: its frame follows the time since it first drew (a
+        # new one on every render showed the first frame forever).
+        self._spinner = Spinner("dots")
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, SpinnerStarted):
@@ -89,7 +92,8 @@ class LiveView:
         self._refresh()
 
     def _render(self) -> RenderableType:
-        rows: list[RenderableType] = [Spinner("dots", text=Text(self._message))]
+        self._spinner.update(text=Text(self._message))
+        rows: list[RenderableType] = [self._spinner]
         for task in self._tasks:
             icon = _TASK_ICONS.get(task.status, "○")
             style = "dim" if task.status == "completed" else ""
