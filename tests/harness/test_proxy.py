@@ -9,7 +9,10 @@ import asyncio
 import contextlib
 import json
 import socket
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -147,13 +150,50 @@ async def test_an_unreachable_gateway_is_a_502_that_names_it() -> None:
         probe.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
     policy = RetryPolicy(max_retries=2, base_delay=0.01)
-    async with GatewayProxy(closed, None, policy=policy) as proxy:
+    notes: list[str] = []
+    async with GatewayProxy(closed, None, policy=policy, notify=notes.append) as proxy:
         client = _claude(proxy)
         with pytest.raises(anthropic.APIStatusError) as raised:
             await client.messages.create(model="m", max_tokens=5, messages=USER)
         await client.close()
     assert raised.value.status_code == 502 and closed in str(raised.value)
     assert proxy.requests == 3
+    # Not "busy": retried quietly, then the real reason once, as the run's error.
+    assert notes == []
+    assert proxy.fault == (
+        f"Could not connect to the model gateway at {closed} (connection refused). Check "
+        "WIZARD_GATEWAY_URL (or --gateway-url) and that the gateway is up and reachable from "
+        "here; `wizard demo` runs offline."
+    )
+
+
+async def test_an_untrusted_certificate_says_so_and_names_ssl_cert_file(tmp_path: Path) -> None:
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+         "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=context)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        policy = RetryPolicy(max_retries=0)
+        async with GatewayProxy(url, "k", policy=policy) as proxy:
+            client = _claude(proxy)
+            with pytest.raises(anthropic.APIStatusError):
+                await client.messages.create(model="m", max_tokens=5, messages=USER)
+            await client.close()
+    finally:
+        server.close()
+    assert proxy.fault is not None
+    assert "(certificate verify failed)" in proxy.fault and "SSL_CERT_FILE" in proxy.fault
 
 
 def test_retry_after_is_honoured_up_to_the_cap() -> None:

@@ -200,4 +200,8 @@ async def test_an_unreachable_gateway_is_named_with_its_url(tmp_path: Path) -> N
     )
     result = await PiHarness().run(inputs)
     assert result.error is AgentErrorType.API_ERROR
-    assert f"Could not reach the model gateway at {closed}" in (result.message or "")
+    message = result.message or ""
+    assert message.startswith(
+        f"Could not connect to the model gateway at {closed} (connection refused)."
+    )
+    assert "502" not in message and "{" not in message  # the real error, once, not nested

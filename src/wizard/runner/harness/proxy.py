@@ -161,6 +161,7 @@ class GatewayProxy:
         self._notify = notify
         self.token = f"wizard-run-{secrets.token_urlsafe(24)}"
         self.fault: str | None = None
+        self._out_of_reach = "no answer"  # why the last attempt could not connect
         self.requests = 0
         self._server: asyncio.Server | None = None
         self._client: httpx.AsyncClient | None = None
@@ -246,23 +247,25 @@ class GatewayProxy:
             try:
                 response = await self._client.send(request, stream=True)
             except httpx.TransportError as exc:
-                failure = f"could not connect ({type(exc).__name__})"
+                self._out_of_reach = transport_reason(exc)  # retried quietly: not "busy"
             else:
                 if response.status_code not in policy.statuses:
                     return response
-                failure = f"answered {response.status_code}"
             retry_after = retry_after_seconds(response.headers) if response is not None else None
             delay = policy.delay(attempt, retry_after)
             if attempt == policy.max_retries or time.monotonic() - started + delay > policy.budget:
                 return response
             if response is not None:
                 await response.aclose()
-            self._notify(f"gateway busy ({failure}), retrying in {delay:.0f} s")
+                status = response.status_code
+                self._notify(f"gateway busy (answered {status}), retrying in {delay:.0f} s")
             await asyncio.sleep(delay)
         return None  # pragma: no cover - the loop always returns
 
     async def _unreachable(self, writer: asyncio.StreamWriter) -> None:
-        message = f"Could not reach the model gateway at {self.upstream} (connection error)."
+        """Out of reach after every retry: the run's error is the real reason, said once."""
+        message = unreachable_message(self.upstream, self._out_of_reach)
+        self.fault = self.fault or message
         payload = {"type": "error", "error": {"type": "api_error", "message": message}}
         body = json.dumps(payload).encode()
         writer.write(_plain_response(502, "Bad Gateway", body, "application/json"))
@@ -313,6 +316,40 @@ def _tool_arg_pieces(api: str, event: dict[str, Any]) -> list[tuple[int, str]]:
                 function = call.get("function") or {}
                 pieces.append((int(call.get("index") or 0), str(function.get("arguments") or "")))
     return pieces
+
+
+def transport_reason(exc: httpx.TransportError) -> str:
+    """Why a connection to the gateway failed, in a user's words (the cause chain holds the
+    socket's own error under httpx's "All connection attempts failed")."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(chain) < 8:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    text = " | ".join(str(error) for error in chain)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        return "certificate verify failed"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if any(isinstance(error, ConnectionRefusedError) for error in chain):
+        return "connection refused"
+    if "Name or service not known" in text or "name resolution" in text:
+        return "the host name did not resolve"
+    return str(exc) or type(exc).__name__
+
+
+def unreachable_message(upstream: str, reason: str) -> str:
+    """The run's error when the gateway stayed out of reach, with the setting that fixes it."""
+    message = f"Could not connect to the model gateway at {upstream} ({reason})."
+    if reason == "certificate verify failed":
+        return message + (
+            " Its certificate is not trusted here: if the gateway uses a private CA, set "
+            "SSL_CERT_FILE to a PEM file that holds it."
+        )
+    return message + (
+        " Check WIZARD_GATEWAY_URL (or --gateway-url) and that the gateway is up and reachable "
+        "from here; `wizard demo` runs offline."
+    )
 
 
 def _api_of(target: str) -> str:
