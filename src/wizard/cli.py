@@ -487,12 +487,15 @@ def engines_install(
                 return
             except EngineChanged as exc:  # the fix the refusal names: install it afresh
                 typer.echo(f"  {exc.message} Reinstalling.")
-        progress = lambda line: typer.echo(f"  {line}")  # noqa: E731
-        installed = pi_engine.install_pi(progress, replace_changed=True)
+        installed = pi_engine.install_pi(_indented, replace_changed=True)
     except WizardError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     typer.echo(f"pi {installed.version} installed in {installed.prefix}")
+
+
+def _indented(line: str) -> None:
+    typer.echo(f"  {line}")
 
 
 @engines_app.command("status")
