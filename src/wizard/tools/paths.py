@@ -30,8 +30,8 @@ ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env
 MAX_LINK_HOPS = 40
 MAX_READ_BYTES = 20 << 20
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# Folders the agent's file tools never open: git's own (their config and hooks run code),
-# and the hooks a JS project's git runs.
+# Folders the agent's file tools never open, at any depth: git's own (their config and hooks
+# run code whenever the user's git works in the project).
 CLOSED_FOLDERS = frozenset({".git"})
 # Folders an env-file search skips: never where a project keeps its `.env`.
 _SKIP_FOR_ENV = frozenset({".git", "node_modules"})
