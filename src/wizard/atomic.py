@@ -1,8 +1,8 @@
 """Writing the user's files so that a kill at any moment leaves each one whole, old or new.
 
-Every write wizard itself makes in a project (undo, `set_env_values`, skill installs) goes
-through here: the new content goes to a temp file in the same folder, is flushed to disk, and
-is renamed over the target, which POSIX makes atomic.
+Every write wizard makes in a project (the agent's file tools, undo, `set_env_values`, skill
+installs) goes through here: the new content goes to a temp file in the same folder, is
+flushed to disk, and is renamed over the target, which POSIX makes atomic.
 """
 
 from __future__ import annotations
@@ -34,18 +34,32 @@ def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
-    temp = _temp_beside(path)
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        write_in(folder, path.name, data, mode)
+    finally:
+        os.close(folder)
+
+
+def write_in(folder: int, name: str, data: bytes, mode: int) -> None:
+    """Replace `name` in the open `folder` with `data`: a temp file beside it, flushed to disk,
+    renamed over it. What is at `name` (a link, a pipe) is replaced, never written through."""
+    temp = f".{name[:80]}.wizard-{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(temp, flags, 0o600, dir_fd=folder)
+    try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
+        os.rename(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=folder)
         raise
-    _move_into_place(temp, path)
+    with contextlib.suppress(OSError):
+        os.fsync(folder)
 
 
 def symlink_atomically(path: Path, target: str) -> None:

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from wizard.atomic import write_in
 from wizard.tools.files import edit_text, read_text, write_text
-from wizard.tools.paths import ProjectRoot, Refusal, _write_in
+from wizard.tools.paths import ProjectRoot, Refusal
 
 SECRET = "canary-0f9e-outside"
 
@@ -156,7 +157,7 @@ def test_a_folder_swapped_for_a_link_after_the_check_still_gets_the_write(tree):
     with located:
         (project / "src").rename(project / "src-moved")
         (project / "src").symlink_to(outside)
-        _write_in(located.folder, located.name, b"held", 0o644)
+        write_in(located.folder, located.name, b"held", 0o644)
     assert (project / "src-moved" / "new.txt").read_text() == "held"
     assert not (outside / "new.txt").exists()
 

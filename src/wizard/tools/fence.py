@@ -53,11 +53,6 @@ def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     }
 
 
-def is_env_file(path: Path) -> bool:
-    """Whether `path` names a `.env*` file that holds secrets (templates do not)."""
-    return is_env_name(path.name)
-
-
 class Fence:
     """The security policy of one run."""
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
+
+from wizard.atomic import write_in
 
 # Environment-file templates hold no secrets; every other `.env*` file is closed.
 ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
@@ -247,7 +248,7 @@ class ProjectRoot:
             elif (refusal := self._name_refusal(raw, located, env)) is not None:
                 return refusal
             mode = stat.S_IMODE(info.st_mode) if info is not None else new_mode
-            _write_in(located.folder, located.name, data, mode)
+            write_in(located.folder, located.name, data, mode)
             return located.relative
 
     def refuse(
@@ -304,23 +305,3 @@ class ProjectRoot:
             folders[:] = [f for f in folders if f not in _SKIP_FOR_ENV]
             for name in files:
                 yield folder, name
-
-
-def _write_in(folder: int, name: str, data: bytes, mode: int) -> None:
-    """Write `name` in the open `folder` through a temp file renamed into place."""
-    temp = f".{name[:80]}.wizard-{secrets.token_hex(6)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    descriptor = os.open(temp, flags, 0o600, dir_fd=folder)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.rename(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=folder)
-        raise
-    with contextlib.suppress(OSError):
-        os.fsync(folder)

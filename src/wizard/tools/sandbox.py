@@ -42,8 +42,8 @@ from wizard.atomic import write_atomically
 from wizard.errors import UsageError
 from wizard.tools.paths import ProjectRoot
 
-# Credentials in the user's home: read denied to commands, and a critical refusal in the
-# fence when a command names one.
+# Credentials in the user's home: a critical refusal in the fence when a command names one
+# (the sandbox closes the whole home folder to commands but for `HOME_READABLE`).
 SECRET_HOME_PATHS = (
     ".ssh",
     ".aws",
@@ -54,15 +54,6 @@ SECRET_HOME_PATHS = (
     ".kube",
     ".npmrc",
     ".pypirc",
-)
-HISTORY_FILES = (
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-    ".node_repl_history",
-    ".psql_history",
-    ".mysql_history",
-    ".local/share/fish/fish_history",
 )
 # What a command may read of the home folder: toolchains and package caches, read-only.
 HOME_READABLE = (

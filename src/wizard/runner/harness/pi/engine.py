@@ -148,11 +148,11 @@ def install_pi(
     find_node()
     with _install_lock(progress):
         engine = installed_pi()
-        if engine is not None and not (replace_changed and tree_changes(
-            engine.prefix, _record(engine.prefix)
-        )):  # fmt: skip
-            return engine
-        return _install(progress)
+        if engine is None or (
+            replace_changed and tree_changes(engine.prefix, _record(engine.prefix))
+        ):
+            return _install(progress)
+        return engine
 
 
 def _install(progress: Callable[[str], None]) -> PiEngine:
