@@ -8,6 +8,8 @@ received, never on wizard's own account of the run.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.live.conftest import run_live
@@ -170,3 +172,39 @@ async def test_scripts_read_no_secret_and_write_no_cache_or_engine(world: World)
 def world_secrets() -> list[str]:
     """The home-relative paths of the canary files."""
     return list(CANARY_FILES)
+
+
+LINK = """import os
+for name in ("notes.txt", "sub/readme.md"):
+    os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
+    try:
+        os.link(".env", name)
+        print(name, "LINKED")
+    except OSError as exc:
+        print(name, "not linked", exc.errno)
+try:
+    print("via the link:", open("notes.txt").read())
+except OSError as exc:
+    print("via the link: refused", exc.errno)
+"""
+
+
+async def test_a_hard_link_the_agent_makes_to_env_reads_nothing(world: World) -> None:
+    """An attack the suite did not have: a command hard-links `.env` under a harmless name
+    mid-run (the sandbox's list of other names was made at the start), then a command and
+    the file tool read that name. The sandbox mounts an empty file over `.env`, so the link
+    fails across the mount (EXDEV) and there is nothing to read."""
+    scenario = {
+        "responses": [
+            turn(call("write", path="link.py", content=LINK)),
+            turn(call("bash", command="python3 link.py")),
+            turn(call("read", path="notes.txt")),
+            turn(call("bash", command="cat notes.txt sub/readme.md")),
+            *DONE,
+        ]
+    }
+    live = await run_live(world.project, scenario)
+    sent = json.dumps(live.gateway.requests[2].body)
+    assert "notes.txt not linked 18" in sent and "sub/readme.md not linked 18" in sent
+    assert world.leaks(live.gateway) == []
+    live.assert_no_process_left()
