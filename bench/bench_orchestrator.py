@@ -31,10 +31,10 @@ from typing import Any
 
 from bench_pi_boundary import Gateway
 
+from wizard.engines.bundle import ensure_pi
 from wizard.events import EventRecorder
 from wizard.programs import get_program
 from wizard.programs.types import GENERIC_ORCHESTRATION
-from wizard.runner.harness.pi.engine import ensure_pi
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.sequence.context import RunContext

@@ -32,9 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from wizard.engines.bundle import PiEngine, ensure_pi
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.session import PROVIDER, PiLaunch, PiSession, _models_json
 from wizard.runner.harness.state import RunOutput

@@ -37,10 +37,10 @@ from typing import Any
 
 from bench_pi_boundary import EngineProbe, Gateway
 
+from wizard.engines.bundle import ensure_pi
 from wizard.events import EventRecorder
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.engine import ensure_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.pi.session import PiLaunch, PiSession

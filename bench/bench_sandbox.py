@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wizard.runner.harness.pi.engine import ensure_pi
+from wizard.engines.bundle import ensure_pi
 from wizard.tools.sandbox import build_policy
 
 COMMANDS = ["true", "ls", "npm --version"]

@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 
-from wizard.runner.harness.pi.engine import engines_dir
+from wizard.engines.bundle import engines_dir
 
 # Pin the engine directory before any test moves HOME, so the pi installed by
 # `wizard engines install pi` is the one every test uses (no reinstall per fake HOME).

@@ -472,7 +472,7 @@ def engines_install(
     engine: Annotated[str, typer.Argument(help="The engine to install: pi.")] = "pi",
 ) -> None:
     """Install an agent engine (pi: npm @mariozechner/pi-coding-agent, exactly pinned)."""
-    from wizard.runner.harness.pi import engine as pi_engine
+    from wizard.engines import bundle as pi_engine
 
     if engine != "pi":
         typer.echo(f"error: unknown engine {engine!r}; the installable engine is 'pi'.", err=True)
@@ -501,7 +501,7 @@ def _indented(line: str) -> None:
 @engines_app.command("status")
 def engines_status() -> None:
     """Say which engines are installed, and where."""
-    from wizard.runner.harness.pi import engine as pi_engine
+    from wizard.engines import bundle as pi_engine
 
     try:
         node = str(pi_engine.find_node())

@@ -11,9 +11,9 @@ import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from wizard.engines import bundle as engine
 from wizard.errors import WizardError
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
-from wizard.runner.harness.pi import engine
 from wizard.tools.sandbox import check_sandbox, sandbox_enabled
 
 

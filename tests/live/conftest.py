@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from wizard.engines import bundle as engine
 from wizard.events import EventRecorder
 from wizard.outcome import AgentResult
 from wizard.processes import descendants
-from wizard.runner.harness.pi import engine
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
 from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.live.conftest import LiveRun, run_live
-from wizard.runner.harness.pi import engine
+from wizard.engines import bundle as engine
 from wizard.tools.sandbox import MAX_PROCESSES, build_policy, process_cap, remove_cgroup
 from wizard.tools.shell import shell_tool
 

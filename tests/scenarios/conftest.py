@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from wizard.runner.harness.pi import engine
-from wizard.runner.harness.pi.engine import HOST_SCRIPT
+from wizard.engines import bundle as engine
+from wizard.runner.harness.pi.session import HOST_SCRIPT
 
 
 @pytest.fixture(autouse=True)

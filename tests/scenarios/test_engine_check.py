@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.scenarios.conftest import wizard_env
-from wizard.runner.harness.pi.engine import check_unchanged, pi_prefix
+from wizard.engines.bundle import check_unchanged, pi_prefix
 
 pytestmark = pytest.mark.live
 

@@ -16,8 +16,8 @@ else:
 from tests.live.test_anthropic_live import run_anthropic
 from tests.security.conftest import CACHE_TARGETS, CANARY_FILES, DONE, World, call, turn
 from tests.security.test_hostile_pi import LOOK_ALIKES, PLANT, SLOW, SNOOP
-from wizard.runner.harness.integrity import tree_fingerprints
-from wizard.runner.harness.pi.engine import pi_prefix
+from wizard.engines.bundle import pi_prefix
+from wizard.engines.integrity import tree_fingerprints
 
 pytestmark = pytest.mark.live
 

@@ -14,9 +14,9 @@ import pytest
 
 from tests.live.conftest import run_live
 from tests.security.conftest import CACHE_TARGETS, CANARY_FILES, DONE, World, call, turn
+from wizard.engines.bundle import pi_prefix
+from wizard.engines.integrity import tree_fingerprints
 from wizard.outcome import AgentErrorType
-from wizard.runner.harness.integrity import tree_fingerprints
-from wizard.runner.harness.pi.engine import pi_prefix
 
 pytestmark = pytest.mark.live
 

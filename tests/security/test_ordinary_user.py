@@ -33,7 +33,7 @@ from tests.security.conftest import (
     turn,
 )  # fmt: skip
 from tests.security.test_hostile_pi import LOOK_ALIKES, PLANT, SNOOP
-from wizard.runner.harness.pi.engine import pi_prefix
+from wizard.engines.bundle import pi_prefix
 from wizard.testing.gateway import ScriptedGateway
 
 pytestmark = pytest.mark.live

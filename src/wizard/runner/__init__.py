@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wizard.config import number_setting
+from wizard.engines.claude import load_sdk
 from wizard.errors import EngineError, UsageError
 from wizard.events import AnalyticsEvent, EventSink, LogLine
 from wizard.journal.lock import project_lock
@@ -24,7 +25,6 @@ from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.anthropic.run import AnthropicHarness
-from wizard.runner.harness.anthropic.sdk import load_sdk
 from wizard.runner.harness.pi.run import PiHarness
 from wizard.runner.harness.types import GatewaySettings, Harness
 from wizard.runner.journaling import RunJournal

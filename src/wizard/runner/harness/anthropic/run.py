@@ -33,6 +33,8 @@ from types import ModuleType
 from typing import Any
 
 from wizard.atomic import write_atomically
+from wizard.engines.bundle import installed_pi, verified_pi
+from wizard.engines.claude import check_bundled_cli, load_sdk
 from wizard.errors import EngineChanged, EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted, ToolCalled
 from wizard.outcome import AgentResult
@@ -42,8 +44,6 @@ from wizard.runner.harness.anthropic.adapter import (
     FenceGate,
     mcp_server,
 )
-from wizard.runner.harness.anthropic.sdk import check_bundled_cli, load_sdk
-from wizard.runner.harness.pi.engine import installed_pi, verified_pi
 from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
 from wizard.runner.harness.state import RunState

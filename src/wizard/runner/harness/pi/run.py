@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from wizard.engines.bundle import verified_pi
 from wizard.errors import EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted
 from wizard.outcome import AgentResult
 from wizard.runner.harness import endings
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.engine import verified_pi
 from wizard.runner.harness.pi.listener import RunListener
 from wizard.runner.harness.pi.session import PiLaunch, PiSession
 from wizard.runner.harness.prompts import runtime_notes

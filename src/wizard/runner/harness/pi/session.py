@@ -43,10 +43,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wizard.engines.bundle import PiEngine, ensure_pi
 from wizard.errors import EngineError
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.engine import PiEngine, ensure_pi
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
 from wizard.runner.harness.types import GatewaySettings, PromptResult, SessionStats
 from wizard.tools.fence import child_env
@@ -58,6 +58,7 @@ PiEvent = dict[str, Any]
 EventCallback = Callable[[PiEvent], None]
 PROVIDER = "wizard-gateway"
 _STDERR_KEEP = 16_384
+HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
 _LINE_LIMIT = 1 << 30  # one event line holds at most one whole assistant message
 
 
@@ -156,7 +157,8 @@ class PiSession:
         }
         self._ready = asyncio.get_running_loop().create_future()
         self._process = await asyncio.create_subprocess_exec(
-            *engine.host_command(),
+            str(engine.node),
+            str(HOST_SCRIPT),
             cwd=self.launch.project_dir,
             env=env,
             stdin=asyncio.subprocess.PIPE,

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from wizard.errors import EngineChanged
-from wizard.runner.harness.integrity import (
+from wizard.engines.bundle import check_unchanged
+from wizard.engines.integrity import (
     file_matches_record,
     make_read_only,
     make_writable,
     record_tree,
     tree_changes,
 )
-from wizard.runner.harness.pi.engine import check_unchanged
+from wizard.errors import EngineChanged
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 from types import ModuleType
 
 from wizard.config import state_root
+from wizard.engines.integrity import file_matches_record
 from wizard.errors import EngineChanged, UsageError
-from wizard.runner.harness.integrity import file_matches_record
 
 SDK_PACKAGE = "claude-agent-sdk"
 SDK_VERSION = "0.2.189"

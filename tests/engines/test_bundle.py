@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from wizard.cli import app
+from wizard.engines import bundle as engine
 from wizard.errors import EngineError, EngineInstallError
-from wizard.runner.harness.pi import engine
 
 
 def _fake_bin(directory: Path, name: str, script: str) -> None:
@@ -68,7 +68,7 @@ def test_the_shipped_lockfile_pins_pi_and_the_sandbox_runtime_exactly() -> None:
     import json
     from importlib import resources
 
-    lock = resources.files("wizard.runner.harness.pi") / "engine_lock"
+    lock = resources.files("wizard.engines") / "engine_lock"
     manifest = json.loads((lock / "package.json").read_text())
     pinned = {engine.PI_PACKAGE: engine.PI_VERSION, engine.SANDBOX_PACKAGE: engine.SANDBOX_VERSION}
     assert manifest["dependencies"] == pinned
@@ -133,7 +133,7 @@ def fake_npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_concurrent_first_runs_wait_for_one_install_and_share_it(fake_npm: Path) -> None:
     """Two first runs at once: one failed with a Node stack trace (`ENOENT uv_cwd`), its
     folder removed under it by the other's install."""
-    code = "from wizard.runner.harness.pi.engine import ensure_pi; print(ensure_pi().prefix)"
+    code = "from wizard.engines.bundle import ensure_pi; print(ensure_pi().prefix)"
     runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
     outputs = [run.communicate(timeout=60) for run in runs]

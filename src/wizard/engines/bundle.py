@@ -5,7 +5,7 @@ with the sandbox runtime that wraps every command the agent runs
 The package ships `engine_lock/package.json` and `package-lock.json`; `npm ci` installs
 exactly that tree into a per-user cache directory (`$WIZARD_ENGINES_DIR`, else
 `$XDG_CACHE_HOME/wizard/engines`, else `~/.cache/wizard/engines`). The installed tree is
-made read-only and recorded (`runner.harness.integrity`); every run checks it against the
+made read-only and recorded (`engines.integrity`); every run checks it against the
 record first, and refuses a changed engine with the command that reinstalls it.
 """
 
@@ -23,8 +23,8 @@ from importlib import resources
 from pathlib import Path
 
 from wizard.config import state_root
+from wizard.engines.integrity import make_read_only, make_writable, record_tree, tree_changes
 from wizard.errors import EngineChanged, EngineError, EngineInstallError
-from wizard.runner.harness.integrity import make_read_only, make_writable, record_tree, tree_changes
 
 PI_PACKAGE = "@mariozechner/pi-coding-agent"
 PI_VERSION = "0.73.1"
@@ -35,9 +35,6 @@ _NODE_HINT = (
     "Install Node.js ≥ 20.6 with npm (https://nodejs.org, or your system's packages, e.g. "
     "`apt-get install nodejs npm`), then run `wizard engines install pi`."
 )
-
-
-HOST_SCRIPT = Path(__file__).with_name("host.mjs")
 
 
 @dataclass(frozen=True)
@@ -58,10 +55,6 @@ class PiEngine:
     def sandbox_entry(self) -> Path:
         """The sandbox runtime's library module, which wizard's host imports."""
         return _sandbox_entry(self.prefix)
-
-    def host_command(self) -> list[str]:
-        """The argv that runs wizard's pi host (`host.mjs`) on this engine."""
-        return [str(self.node), str(HOST_SCRIPT)]
 
 
 def engines_dir() -> Path:
@@ -164,7 +157,7 @@ def _install(progress: Callable[[str], None]) -> PiEngine:
     make_writable(staging)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    lock = resources.files("wizard.runner.harness.pi") / "engine_lock"
+    lock = resources.files("wizard.engines") / "engine_lock"
     for name in ("package.json", "package-lock.json"):
         (staging / name).write_bytes((lock / name).read_bytes())
     progress(
