@@ -34,12 +34,11 @@ from typing import Any
 
 from wizard.engines.bundle import PiEngine, ensure_pi
 from wizard.runner.harness.latch import StopLatch
-from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.listener import RunListener
-from wizard.runner.harness.pi.session import PROVIDER, PiLaunch, PiSession, _models_json
+from wizard.runner.harness.listener import RunListener
+from wizard.runner.harness.pi.session import PROVIDER, models_json
 from wizard.runner.harness.state import RunOutput
-from wizard.runner.harness.types import GatewaySettings
-from wizard.tools.fence import Fence, child_env
+from wizard.testing.sessions import open_pi_session
+from wizard.tools.fence import child_env
 
 MODEL = "scripted-1"
 TIMEOUT_S = 240.0
@@ -145,8 +144,8 @@ async def run_rpc(engine: PiEngine, url: str, chars: int, folder: Path) -> Measu
     """The old boundary: `pi --mode rpc`, every line read and parsed."""
     agent = folder / "agent-rpc"
     agent.mkdir()
-    gateway = GatewaySettings(url=url, retries=0)
-    (agent / "models.json").write_text(json.dumps(_models_json(gateway, MODEL, url, "k")))
+    models = models_json("anthropic-messages", MODEL, url, "k")
+    (agent / "models.json").write_text(json.dumps(models))
     (agent / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
 
     async def body(probe: EngineProbe) -> tuple[str, int, int]:
@@ -189,13 +188,9 @@ async def run_host(url: str, chars: int, folder: Path) -> Measure:
     """The boundary wizard uses: its pi host through `PiSession`."""
     project = folder / "project-host"
     project.mkdir()
-    gateway = GatewaySettings(url=url, retries=0)
 
     async def body(probe: EngineProbe) -> tuple[str, int, int]:
-        async with HostBridge([], Fence(project)) as bridge:
-            launch = PiLaunch(project, gateway, MODEL, bridge, ("read",), "", stall_seconds=60)
-            session = PiSession(launch)
-            await session.start()
+        async with open_pi_session(project, url, model=MODEL, stall_seconds=60) as session:
             watcher = asyncio.create_task(probe.watch(session.pid))
             session.subscribe(RunListener(StopLatch(), RunOutput(lambda event: None)))
             try:
@@ -206,7 +201,6 @@ async def run_host(url: str, chars: int, folder: Path) -> Measure:
                 outcome = f"failed: {str(exc).splitlines()[0][:120]}"
             watcher.cancel()
             probe.sample(session.pid)
-            await session.close()
             return outcome, session.bytes_read, session.lines_read
 
     return await _measured("wizard pi host", chars, body)

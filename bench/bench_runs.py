@@ -40,14 +40,13 @@ from bench_pi_boundary import EngineProbe, Gateway
 from wizard.engines.bundle import ensure_pi
 from wizard.events import EventRecorder
 from wizard.runner.harness.latch import StopLatch
-from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.listener import RunListener
+from wizard.runner.harness.listener import RunListener
 from wizard.runner.harness.pi.run import PiHarness
-from wizard.runner.harness.pi.session import PiLaunch, PiSession
+from wizard.runner.harness.pi.session import PiSession
 from wizard.runner.harness.state import RunOutput
 from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
-from wizard.tools.fence import Fence
+from wizard.testing.sessions import open_pi_session
 
 LINE = "[ABORT] no stripe here\n"  # 23 characters: one frame
 WATCH = LINE.strip()
@@ -94,11 +93,7 @@ def stop_figures(gateway: ScriptedGateway, returned: float) -> dict[str, float]:
 async def floor_once(api: GatewayApi, folder: Path) -> dict[str, float]:
     """pi's own abort, sent when the frame that would hold the marker arrives."""
     async with ScriptedGateway({"responses": [_reply(False)]}) as gateway:
-        async with HostBridge([], Fence(folder)) as bridge:
-            launch = PiLaunch(folder, _inputs(folder, gateway.url, api).gateway, "scripted-1",
-                              bridge, ("read",), "")  # fmt: skip
-            session = PiSession(launch)
-            await session.start()
+        async with open_pi_session(folder, gateway.url, api=api) as session:
             streamed: list[str] = []
             aborted = asyncio.Event()
             sent_at = 0.0
@@ -117,7 +112,6 @@ async def floor_once(api: GatewayApi, folder: Path) -> dict[str, float]:
             await session.abort()
             await prompt
             returned = time.monotonic()
-            await session.close()
         record = gateway.requests[0]
     assert record.ended_at is not None
     return {"cut_s": record.ended_at - sent_at, "return_s": returned - sent_at}
@@ -222,10 +216,7 @@ def startup(repeats: int = 10) -> dict[str, Any]:
 
 async def _session(folder: Path, url: str, body: Callable[[PiSession], Awaitable[None]]) -> float:
     """Run `body` on a fresh session; the host's peak memory in MB."""
-    async with HostBridge([], Fence(folder)) as bridge:
-        gateway = GatewaySettings(url=url, retries=0)
-        session = PiSession(PiLaunch(folder, gateway, "scripted-1", bridge, ("read",), ""))
-        await session.start()
+    async with open_pi_session(folder, url) as session:
         probe = EngineProbe()
         watcher = asyncio.create_task(probe.watch(session.pid))
         session.subscribe(RunListener(StopLatch(), RunOutput(lambda event: None)))
@@ -234,7 +225,6 @@ async def _session(folder: Path, url: str, body: Callable[[PiSession], Awaitable
         finally:
             watcher.cancel()
             probe.sample(session.pid)
-            await session.close()
     return probe.peak_mb
 
 

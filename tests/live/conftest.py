@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,8 @@ from wizard.events import EventRecorder
 from wizard.outcome import AgentResult
 from wizard.processes import descendants
 from wizard.runner.harness.pi.run import PiHarness
-from wizard.runner.harness.pi.session import PiLaunch, PiSession
-from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs
+from wizard.runner.harness.pi.session import PiSession
+from wizard.runner.harness.types import EngineLaunch, GatewayApi, GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 from wizard.tools.base import HostTool
 from wizard.tools.fence import Fence
@@ -70,12 +70,12 @@ def session_pid(session: PiSession) -> int:
 
 
 def watched_sessions(
-    on_start: Callable[[PiSession], object], **launch_changes: Any
-) -> Callable[[PiLaunch], PiSession]:
+    on_start: Callable[[PiSession], object], **session_options: Any
+) -> Callable[[EngineLaunch], PiSession]:
     """A session factory for real pi sessions that calls `on_start` once each has started."""
 
-    def factory(launch: PiLaunch) -> PiSession:
-        session = PiSession(replace(launch, **launch_changes))
+    def factory(launch: EngineLaunch) -> PiSession:
+        session = PiSession(launch, **session_options)
         start = session.start
 
         async def start_and_watch() -> None:
@@ -99,7 +99,7 @@ async def run_live(
     retries: int = 0,
     idle_timeout: float = 90.0,
     sandbox: SandboxPolicy | bool | None = True,
-    **launch_changes: Any,
+    **session_options: Any,
 ) -> LiveRun:
     """Run the pi harness on the real engine against `scenario`.
 
@@ -116,7 +116,7 @@ async def run_live(
         sessions.append(session)
         on_start(session)
 
-    factory = watched_sessions(started, **launch_changes)
+    factory = watched_sessions(started, **session_options)
     async with ScriptedGateway(scenario) as gateway:
         inputs = RunInputs(
             project_dir=project,

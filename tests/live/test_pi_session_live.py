@@ -25,7 +25,7 @@ def _inputs(project: Path, url: str, recorder: EventRecorder) -> RunInputs:
 
 async def test_the_bridge_fails_closed_when_the_host_is_gone(tmp_path: Path) -> None:
     # Once pi has started, the host can no longer be reached.
-    factory = watched_sessions(lambda session: session.launch.bridge.socket_path.unlink())
+    factory = watched_sessions(lambda session: session.bridge.socket_path.unlink())
 
     scenario = {"responses": [
         {"blocks": [{"tool_call": {"name": "write", "arguments": {"path": "x", "content": "1"}}}]},

@@ -205,7 +205,7 @@ async def test_the_gateway_is_out_of_reach_of_commands(tmp_path: Path, home: Pat
     }
 
     def target(session: Any) -> None:  # pi's gateway address, where the script can read it
-        (project / "target").write_text(f"{session._proxy.url}/v1/messages")
+        (project / "target").write_text(f"{session.launch.proxy_url}/v1/messages")
 
     live = await run_live(project, scenario, on_start=target)
     assert "CASE-gateway: BLOCKED" in _tool_results(live)

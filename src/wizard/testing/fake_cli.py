@@ -5,7 +5,10 @@ it to `ClaudeSDKClient(options, transport=fake)`, for instance through
 `AnthropicHarness(client_factory=fake.client)`. Each prompt the SDK writes plays the next
 scripted turn, a list of frames:
 
-- `{"text": "..."}` or `{"texts": [...]}`: one assistant message with those text blocks;
+- `{"text": "..."}` or `{"texts": [...]}`: one assistant message with those text blocks,
+  streamed first as partial messages (`stream_event`, `chunk_chars` characters per delta)
+  when the SDK asks for them, as the CLI does with `--include-partial-messages`; the rest
+  of a block is not sent once `interrupt()` has arrived;
 - `{"tool": NAME, "input": {...}}`: a tool call; the SDK's PreToolUse hook is asked first
   (through the control protocol, as the CLI does) and a denial goes back as the tool result;
   an allowed `mcp__SERVER__TOOL` runs in the SDK's in-process MCP server;
@@ -34,8 +37,10 @@ _DONE = object()
 class FakeClaudeCLI(Transport):
     """Plays scripted turns to the SDK; records what the SDK asked of the CLI."""
 
-    def __init__(self, turns: Sequence[Sequence[Frame]]) -> None:
+    def __init__(self, turns: Sequence[Sequence[Frame]], *, chunk_chars: int = 4) -> None:
         self.turns = [list(turn) for turn in turns]
+        self.chunk_chars = chunk_chars
+        self.streamed: list[str] = []  # the text deltas sent, in order
         self.prompts: list[str] = []
         self.requests: list[str] = []  # control requests the SDK sent: initialize, interrupt…
         self.tool_results: list[tuple[str, bool, str]] = []  # (tool, is_error, text)
@@ -151,12 +156,34 @@ class FakeClaudeCLI(Transport):
     async def _play_frame(self, frame: Frame) -> None:
         if "text" in frame or "texts" in frame:
             texts = frame.get("texts") or [frame["text"]]
-            self._out.put_nowait(_assistant([{"type": "text", "text": t} for t in texts]))
+            if self.options is not None and self.options.include_partial_messages:
+                await self._stream(texts)
+            if not self._interrupted.is_set():
+                self._out.put_nowait(_assistant([{"type": "text", "text": t} for t in texts]))
         elif "api_error" in frame:
             text = [{"type": "text", "text": f"API Error: {frame['api_error']}"}]
             self._out.put_nowait(_assistant(text, error="server_error"))
         elif "tool" in frame:
             await self._tool(frame["tool"], frame.get("input") or {})
+
+    async def _stream(self, texts: list[str]) -> None:
+        """The partial messages of one assistant message's text blocks, one delta at a time,
+        each given the chance to be read before the next; stops at an interrupt."""
+        for index, body in enumerate(texts):
+            block = {"type": "text", "text": ""}
+            self._out.put_nowait(_event({"type": "content_block_start", "index": index,
+                                         "content_block": block}))  # fmt: skip
+            for start in range(0, len(body), self.chunk_chars):
+                await asyncio.sleep(0)
+                if self._interrupted.is_set():
+                    return
+                delta = body[start : start + self.chunk_chars]
+                self.streamed.append(delta)
+                text = {"type": "text_delta", "text": delta}
+                self._out.put_nowait(
+                    _event({"type": "content_block_delta", "index": index, "delta": text})
+                )
+            self._out.put_nowait(_event({"type": "content_block_stop", "index": index}))
 
     async def _tool(self, name: str, arguments: dict[str, Any]) -> None:
         use_id = f"toolu_{next(self._ids)}"
@@ -232,6 +259,10 @@ def _assistant(content: list[dict[str, Any]], error: str | None = None) -> dict[
     if error is not None:
         frame["error"] = error
     return frame
+
+
+def _event(event: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "stream_event", "uuid": "fake", "session_id": "fake", "event": event}
 
 
 def _user_text(text: str) -> dict[str, Any]:

@@ -3,10 +3,10 @@
 Each `prompt()` plays the next scripted turn as wizard's pi host emits it (the protocol in
 `wizard.runner.harness.pi.session`): per assistant message, streamed `text_start` /
 `text_delta` / `text_end` per text block (`index`), then `message_end`, and for each tool call
-the fence check and the host tool through the real `HostBridge` between `tool_start` and
-`tool_end`; then `agent_end`. A batch whose every tool result says `terminate` ends the
-turn, as in pi. `abort()` stops the turn at
-the next event, as pi does. A prompt past the end of the script fails the test, and
+the run's tool gate (the fence's decision, then the host tool) between `tool_start` and
+`tool_end`, as pi's host asks it over the bridge; then `agent_end`. A batch whose every
+tool result says `terminate` ends the turn, as in pi. `abort()` stops the turn at the next
+event, as pi does. A prompt past the end of the script fails the test, and
 `assert_complete()` fails when scripted turns were left unplayed.
 
 A turn is a list of messages; a message is `{"blocks": [...]}` with blocks shaped like the
@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wizard.errors import EngineError
-from wizard.runner.harness.pi.session import PiLaunch
-from wizard.runner.harness.types import PromptResult, SessionStats
+from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
+from wizard.tools.base import ToolResult
 
 Turn = list[dict[str, Any]] | dict[str, Any]
 
@@ -69,17 +69,15 @@ class FakePiSession:
         self.events: list[dict[str, Any]] = []
         self.started = False
         self.closed = False
-        self.launch: PiLaunch | None = None
+        self.launch: EngineLaunch | None = None
         self._stats = stats or SessionStats(input_tokens=10, output_tokens=5)
-        # What the gateway edge reports; a test sets it to play a cut or empty reply.
-        self.gateway_fault: str | None = None
         self._builtin_results = builtin_results or {}
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
         self._aborted = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def __call__(self, launch: PiLaunch) -> FakePiSession:
+    def __call__(self, launch: EngineLaunch) -> FakePiSession:
         self.launch = launch
         return self
 
@@ -91,6 +89,11 @@ class FakePiSession:
     async def start(self) -> None:
         """Pretend to start the engine."""
         self.started = True
+
+    @property
+    def pid(self) -> int | None:
+        """No process."""
+        return None
 
     def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
         """Receive every event."""
@@ -198,21 +201,21 @@ class FakePiSession:
     async def _run_tools(self, calls: list[dict[str, Any]]) -> bool:
         """Run one batch of tool calls; whether every result ended the turn (`terminate`)."""
         assert self.launch is not None, "the harness never handed the fake its launch"
-        bridge = self.launch.bridge
+        gate = self.launch.gate
         terminate = bool(calls)
         for number, call in enumerate(calls):
             name, args, call_id = call["name"], call.get("arguments", {}), f"call-{number}"
             await self._emit({"type": "tool_start", "id": call_id, "name": name, "args": args})
-            permit = await bridge.handle({"op": "permit", "name": name, "input": args})
-            if not permit["allow"]:
-                answer = {"text": permit["reason"], "isError": True}
-            elif name in bridge.tools:
-                answer = await bridge.handle({"op": "tool", "name": name, "input": args})
+            decision = gate.permit(name, args)
+            if not decision.allow:
+                answer = ToolResult(decision.reason, is_error=True)
+            elif name in gate.tools:
+                answer = await gate.call(name, args)
             else:
-                answer = {"text": self._builtin_results.get(name, "ok"), "isError": False}
-            terminate = terminate and not answer["isError"] and bool(answer.get("terminate"))
+                answer = ToolResult(self._builtin_results.get(name, "ok"))
+            terminate = terminate and not answer.is_error and answer.terminate
             end = {"type": "tool_end", "id": call_id, "name": name}
-            await self._emit({**end, "isError": answer["isError"], "result": answer["text"]})
+            await self._emit({**end, "isError": answer.is_error, "result": answer.text})
         return terminate
 
 
@@ -234,7 +237,7 @@ class FakeSessions:
         self._options = options
         self.sessions: list[FakePiSession] = []
 
-    def __call__(self, launch: PiLaunch) -> FakePiSession:
+    def __call__(self, launch: EngineLaunch) -> FakePiSession:
         session = _RoutedSession(self._route, **self._options)
         self.sessions.append(session)
         return session(launch)

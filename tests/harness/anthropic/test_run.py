@@ -220,3 +220,26 @@ async def test_a_cancelled_run_interrupts_the_cli_before_it_disconnects(tmp_path
     with pytest.raises(asyncio.CancelledError):
         await run
     assert h.cli.requests == ["initialize", "interrupt"]
+
+
+async def test_a_marker_in_the_middle_of_a_long_block_stops_the_turn_while_it_streams(
+    tmp_path: Path,
+) -> None:
+    line = "[ABORT] no stripe here\n"
+    long = "Checking the project.\n" * 500 + line + "Still checking.\n" * 2000
+    h = Harnessed(tmp_path, [[{"text": long}]])
+    result = await h.run()
+    assert result == AgentResult(AgentErrorType.ABORT, "no stripe here", "skill")
+    assert h.cli.requests == ["initialize", "interrupt"]
+    streamed = "".join(h.cli.streamed)
+    after = streamed[streamed.index(line) + len(line) :]
+    # The block stops streaming within a few deltas of the marker's line, not at its end.
+    assert len(after) < 200, len(after)
+
+
+async def test_without_abort_cases_a_marker_mid_block_streams_on(tmp_path: Path) -> None:
+    long = "Checking.\n" * 50 + "[ABORT] no stripe here\n" + "Still checking.\n" * 50
+    h = Harnessed(tmp_path, [[*WORK, {"text": long}], REMARK], detect_skill_aborts=False)
+    result = await h.run()
+    assert result.ok and "interrupt" not in h.cli.requests
+    assert long in "".join(h.cli.streamed)  # the whole block streamed

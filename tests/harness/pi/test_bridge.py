@@ -1,5 +1,6 @@
-"""The host-tool bridge's two halt checks: once the run is ending, neither the fence's answer
-nor a host tool lets anything run (each check alone is what a test here needs)."""
+"""The host-tool bridge over the tool gate, and the gate's two halt checks: once the run is
+ending, neither the fence's answer nor a host tool lets anything run (each check alone is
+what a test here needs)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from wizard.runner.harness.gate import ToolGate
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.tools.base import HostTool, ToolResult, schema
 from wizard.tools.fence import Fence
@@ -18,7 +20,7 @@ def _bridge(tmp_path: Path, halted: bool, ran: list[str]) -> HostBridge:
         return ToolResult("done")
 
     tool = HostTool("note", "Take a note.", schema({}), handler)
-    return HostBridge([tool], Fence(tmp_path), halted=lambda: halted)
+    return HostBridge(ToolGate([tool], Fence(tmp_path), halted=lambda: halted))
 
 
 async def test_the_fence_answer_is_a_refusal_once_the_run_is_ending(tmp_path: Path) -> None:

@@ -204,7 +204,7 @@ async def test_disallowed_tools_are_not_offered_and_are_denied(tmp_path: Path) -
     await run_linear(
         context(tmp_path, get_program("revenue-analytics")), PiHarness(session_factory=fake)
     )
-    assert fake.launch is not None and "wizard_ask" not in fake.launch.tool_names
+    assert fake.launch is not None and "wizard_ask" not in fake.launch.gate.tools
     (end,) = [e for e in fake.events if e["type"] == "tool_end"]
     assert end["isError"] and "not allowed" in end["result"]
     assert fake.prompts[-1] == REMARK_INSTRUCTION
@@ -216,6 +216,6 @@ async def test_allowed_tools_limit_the_program_tools(tmp_path: Path) -> None:
     fake = FakePiSession([[stop]])
     await run_linear(context(tmp_path, program), PiHarness(session_factory=fake))
     assert fake.launch is not None
-    host_tools = set(fake.launch.bridge.tools)
+    host_tools = set(fake.launch.gate.tools)
     task_list = {"TaskCreate", "TaskUpdate", "TaskGet", "TaskList"}
     assert host_tools == {"read", "write", "edit", *task_list, "check_env_keys"}

@@ -608,7 +608,7 @@ async def test_a_run_cancelled_while_tasks_run_leaves_each_tasks_status(tmp_path
         {SEED_LINE: [PLAN], task("customers"): [HANGS], task("checkouts"): [HANGS]},
     )
     going = asyncio.ensure_future(run_orchestrator(run.ctx, PiHarness(run.sessions)))
-    while not queue_path(run.ctx.run_id).exists() or run.statuses()["checkouts"] != "running":
+    while not queue_path(run.ctx.run_id).exists() or run.statuses().get("checkouts") != "running":
         await asyncio.sleep(0.01)
     going.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -31,8 +31,11 @@ class StopLatch:
         fired: asyncio.Event | None = None,
         *,
         until: Callable[[], bool] = lambda: False,
+        skill_markers: bool = True,
     ) -> None:
         self.gateway_marker = gateway_marker
+        # Whether a skill's `[ABORT]` counts in this run, or only the gateway's refusal.
+        self.skill_markers = skill_markers
         self.marker: StopMarker | None = None
         self.latched_at: float | None = None  # monotonic
         self.fired = fired or asyncio.Event()
@@ -52,6 +55,7 @@ class StopLatch:
         """Scan `text`; latch its first marker if armed and nothing is latched yet."""
         if not self.armed or self.marker is not None:
             return None
+        skill_markers = skill_markers and self.skill_markers
         found = first_stop_marker(text, self.gateway_marker, skill_markers=skill_markers)
         if found is not None:
             self._latch(found)

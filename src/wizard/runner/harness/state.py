@@ -73,7 +73,7 @@ class RunOutput:
 class RunState:
     """The state of one run: what the harness drives and the classification reads."""
 
-    def __init__(self, inputs: RunInputs, engine: str) -> None:
+    def __init__(self, inputs: RunInputs, engine: str, *, skill_markers: bool = True) -> None:
         self.inputs = inputs
         self.engine = engine
         self.started = time.monotonic()
@@ -88,7 +88,9 @@ class RunState:
         self.violated_at: float | None = None  # monotonic, when the fence latched
         self.task = inputs if isinstance(inputs, TaskRunInputs) else None
         until = self.task.reported if self.task is not None else lambda: False
-        self.latch = StopLatch(inputs.gateway.refusal_marker, fired=self.halt, until=until)
+        self.latch = StopLatch(
+            inputs.gateway.refusal_marker, fired=self.halt, until=until, skill_markers=skill_markers
+        )
         self.output = RunOutput(inputs.sink)
 
     def tools(self) -> list[HostTool]:
@@ -136,9 +138,11 @@ class RunState:
             return self.task.nudge, self.task.max_nudges
         return CONTINUE_INSTRUCTION, MAX_CONTINUE_NUDGES
 
-    def enter_remark(self) -> None:
-        """What follows is the remark reply: it can neither end nor reclassify the run."""
-        self.latch.disarm()
+    def enter_remark(self, *, markers_count: bool = False) -> None:
+        """What follows is the remark reply: read for the remark only. It cannot reclassify
+        the run, nor end it unless the engine's policy lets its markers count."""
+        if not markers_count:
+            self.latch.disarm()
         self.output.in_remark = True
 
     def emit(self, name: str, **properties: Any) -> None:

@@ -1,8 +1,9 @@
 """The harness contract: what a sequence hands a harness, and the engine-session boundary.
 
-A harness adapts one agent engine. It takes `RunInputs`, runs the conversation through an
-`AgentSession` (the real pi process, or a scripted fake in unit tests), and returns an
-`AgentResult`. Nothing above a harness sees an engine type.
+A harness adapts one agent engine. It takes `RunInputs`, runs the conversation through the
+one driver (`runner.harness.driver`) over an `AgentSession` (the real pi process, the Claude
+CLI through its SDK, or a scripted fake in unit tests), and returns an `AgentResult`. A
+session gets an `EngineLaunch`. Nothing above a harness sees an engine type.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from wizard.events import EventSink
 from wizard.outcome import AgentResult
+from wizard.runner.harness.gate import ToolGate
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.tools.base import HostTool
 from wizard.tools.fence import Fence
@@ -54,11 +56,48 @@ class PromptResult:
     error_message: str | None = None
 
 
+@dataclass(frozen=True)
+class EngineLaunch:
+    """What a session gets to start its engine for one conversation.
+
+    The model is behind wizard's gateway proxy: the session gets the proxy's URL and the
+    run's token, never the gateway's key. Tool calls go through the run's gate.
+    """
+
+    project_dir: Path
+    model: str
+    api: GatewayApi
+    proxy_url: str
+    token: str = field(repr=False)
+    gate: ToolGate = field(repr=False)
+    system_prompt: str = ""
+    # Whether the run offers a shell (`bash`): the engine's own, held in the OS sandbox, or
+    # wizard's for an engine whose own cannot be held there.
+    shell: bool = True
+    sandbox: SandboxPolicy | None = None
+    # How long the engine may take to answer a command of the session's own.
+    engine_timeout: float = 150.0
+    # Where the engine's own diagnostics go (shown with --debug).
+    log: Callable[[str], None] = field(default=lambda line: None, repr=False)
+
+
 class AgentSession(Protocol):
-    """The engine boundary a harness drives: one conversation with one agent engine."""
+    """The engine boundary a harness drives: one conversation with one agent engine.
+
+    `prompt` emits the engine's events to subscribers in one compact shape, whatever the
+    engine: `text_start`/`text_delta {delta}`/`text_end` with the block's `index`,
+    `message_end {text: [...]}` per assistant message, `tool_start {id, name, args}` and
+    `tool_end {id, name, isError, result}`, then `agent_end` (the protocol in
+    `runner.harness.pi.session`). Foreign errors end at the session as `EngineError`.
+    """
 
     async def start(self) -> None:
         """Start the engine."""
+
+    @property
+    def pid(self) -> int | None:
+        """The engine's process id while it runs (None for an engine without one)."""
+        ...
 
     def subscribe(self, callback: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
         """Receive every engine event; returns the unsubscribe function."""
@@ -73,11 +112,6 @@ class AgentSession(Protocol):
 
     async def stats(self) -> SessionStats:
         """Token usage so far."""
-        ...
-
-    @property
-    def gateway_fault(self) -> str | None:
-        """Why the gateway's reply was not a complete one, if it was not."""
         ...
 
     async def close(self) -> None:

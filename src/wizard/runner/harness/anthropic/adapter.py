@@ -1,20 +1,21 @@
-"""The SDK's side of wizard's tools: host tools as an in-process MCP server, and the fence as
-a pre-tool hook and the permission callback.
+"""The Claude CLI's transport to the tool gate: host tools as an in-process MCP server, and
+the gate's decision as a pre-tool hook and the permission callback.
 
 A run offers none of Claude's built-in tools: wizard's own `read`/`write`/`edit`/`bash` reach
 the CLI as `mcp__wizard__<name>`, and `fence_call` maps those (and, should the CLI ever offer
 one, a built-in `Read {file_path}`) onto the names and arguments the fence knows, so both
-engines get the same decisions. The hook decides (and counts the call against the
-fence's cap once); the permission callback, which the CLI asks only for tools that are not
-pre-approved, repeats the hook's answer for that call.
+engines get the same decisions. Every decision is the gate's (`runner.harness.gate`): the
+hook asks it (which counts the call against the fence's cap once); the permission callback,
+which the CLI asks only for tools that are not pre-approved, repeats the hook's answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from wizard.runner.harness.gate import ToolGate
 from wizard.tools.base import Decision, HostTool
 
 SERVER = "wizard"
@@ -38,46 +39,37 @@ def fence_call(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, 
     return name, dict(arguments)
 
 
-def mcp_server(sdk: ModuleType, tools: Sequence[HostTool]) -> Any:
-    """An in-process MCP server that serves `tools` (one definition, the SDK's adapter)."""
+def mcp_server(sdk: ModuleType, gate: ToolGate) -> Any:
+    """An in-process MCP server that serves the gate's tools (one definition, the SDK's
+    adapter); each call runs through the gate."""
 
     def adapt(tool: HostTool) -> Any:
         async def handle(arguments: dict[str, Any]) -> dict[str, Any]:
-            try:
-                result = await tool.handler(arguments)
-            except Exception as exc:  # a tool bug goes back to the model, not up the stack
-                return {"content": [{"type": "text", "text": f"Error: {exc}"}], "is_error": True}
+            result = await gate.call(tool.name, arguments)
             return {"content": [{"type": "text", "text": result.text}], "is_error": result.is_error}
 
         return sdk.SdkMcpTool(tool.name, tool.description, dict(tool.parameters), handle)
 
-    return sdk.create_sdk_mcp_server(SERVER, "1.0.0", tools=[adapt(t) for t in tools])
+    tools = [adapt(tool) for tool in gate.tools.values()]
+    return sdk.create_sdk_mcp_server(SERVER, "1.0.0", tools=tools)
 
 
-class FenceGate:
-    """The fence for one run, as the SDK's PreToolUse hook and permission callback."""
+class GateHooks:
+    """The gate's decisions for one run, as the SDK's PreToolUse hook and permission callback."""
 
-    def __init__(
-        self,
-        sdk: ModuleType,
-        check: Callable[[str, Mapping[str, Any]], Decision],
-        halted: Callable[[], bool],
-    ) -> None:
+    def __init__(self, sdk: ModuleType, gate: ToolGate) -> None:
         self._sdk = sdk
-        self._check = check
-        self._halted = halted
+        self._gate = gate
         self._decisions: dict[str, Decision] = {}
 
     async def pre_tool_use(
         self, hook_input: Mapping[str, Any], tool_use_id: str | None, context: Any
     ) -> dict[str, Any]:
-        """Ask the fence; deny with its reason (or because the run is ending)."""
+        """Ask the gate; deny with its reason."""
         name, args = fence_call(
             str(hook_input.get("tool_name")), hook_input.get("tool_input") or {}
         )
-        decision = self._check(name, args)
-        if decision.allow and self._halted():
-            decision = Decision(False, "Blocked: the run is ending; no more tools run.")
+        decision = self._gate.permit(name, args)
         self._decisions[str(tool_use_id or hook_input.get("tool_use_id"))] = decision
         if decision.allow:
             return {}
@@ -93,8 +85,8 @@ class FenceGate:
         """The hook's answer for this call; the fence itself for a call the hook did not see."""
         decision = self._decisions.get(str(getattr(context, "tool_use_id", "")))
         if decision is None:
-            decision = self._check(*fence_call(name, arguments))
-        if decision.allow and not self._halted():
+            decision = self._gate.permit(*fence_call(name, arguments))
+        if decision.allow and not self._gate.halted():
             return self._sdk.PermissionResultAllow(updated_input=arguments)
         return self._sdk.PermissionResultDeny(message=decision.reason or "Blocked.")
 
@@ -104,7 +96,7 @@ class FenceGate:
         """Once the run is ending (a marker, a violation, a task that reported), the CLI
         does not go on to ask the model again after this tool: `interrupt()` from the
         harness would come a moment too late."""
-        if self._halted():
+        if self._gate.halted():
             return {"continue_": False, "stopReason": "the run is ending"}
         return {}
 

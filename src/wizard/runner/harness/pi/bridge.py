@@ -1,11 +1,12 @@
-"""The Python end of the host-tool bridge: a Unix-socket server wizard's pi host calls.
+"""The pi host's transport to the tool gate: a Unix-socket server wizard's pi host calls.
 
 Each connection carries one JSON line from `host.mjs` and gets one JSON line back:
 
 - `{"op": "tool", "name", "id", "input"}` runs a host tool → `{"text", "isError", "terminate"}`;
-- `{"op": "permit", "name", "id", "input"}` asks the fence → `{"allow", "reason"}`.
+- `{"op": "permit", "name", "id", "input"}` asks the gate → `{"allow", "reason", "critical"}`.
 
-The host drops the connection when pi aborts the call; the server tolerates that.
+Every decision is the gate's (`runner.harness.gate`); this only translates. The host drops
+the connection when pi aborts the call; the server tolerates that.
 """
 
 from __future__ import annotations
@@ -15,54 +16,51 @@ import contextlib
 import json
 import logging
 import tempfile
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from wizard.tools.base import Decision, HostTool, ToolResult
-from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES, Fence
+from wizard.runner.harness.gate import ToolGate
+from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
 
 log = logging.getLogger(__name__)
 
 CRITICAL_HOLD_SECONDS = 5.0
-_ENDING = "Blocked: the run is ending; no more tools run."
 
 
 class HostBridge:
-    """Serves host tools and fence checks to one pi process."""
+    """Serves one run's tool gate to one pi process, on a socket in a private folder."""
 
-    def __init__(
-        self,
-        tools: Sequence[HostTool],
-        fence: Fence,
-        on_decision: Callable[[str, Decision], None] | None = None,
-        halted: Callable[[], bool] = lambda: False,
-    ) -> None:
-        self.tools = {tool.name: tool for tool in tools}
-        self.fence = fence
-        self._on_decision = on_decision
-        # Once the run is ending (a stop marker, a critical violation), no tool runs: not even
-        # one the model called in the same message as its marker.
-        self._halted = halted
-        self._dir = Path(tempfile.mkdtemp(prefix="wizard-bridge-"))
-        self.socket_path = self._dir / "host.sock"
+    def __init__(self, gate: ToolGate) -> None:
+        self.gate = gate
+        self._dir: Path | None = None
         self._server: asyncio.AbstractServer | None = None
+
+    @property
+    def socket_path(self) -> Path:
+        """The socket the host connects to (while the bridge is open)."""
+        assert self._dir is not None, "the bridge is not open"
+        return self._dir / "host.sock"
 
     def spec(self) -> dict[str, Any]:
         """What the pi host needs to serve these tools: the socket, tool specs, env allowlist."""
         return {
             "socket": str(self.socket_path),
-            "hostTools": [tool.spec() for tool in self.tools.values()],
+            "hostTools": [tool.spec() for tool in self.gate.tools.values()],
             "envAllow": list(CHILD_ENV_ALLOW),
             "envAllowPrefixes": list(CHILD_ENV_ALLOW_PREFIXES),
         }
 
     async def __aenter__(self) -> HostBridge:
-        self._server = await asyncio.start_unix_server(
-            self._serve, path=str(self.socket_path), limit=64 << 20
-        )
-        self.socket_path.chmod(0o600)
+        self._dir = Path(tempfile.mkdtemp(prefix="wizard-bridge-"))
+        try:
+            self._server = await asyncio.start_unix_server(
+                self._serve, path=str(self.socket_path), limit=64 << 20
+            )
+            self.socket_path.chmod(0o600)
+        except BaseException:  # a Ctrl-C here too leaves no folder behind
+            await self.__aexit__(None, None, None)
+            raise
         return self
 
     async def __aexit__(
@@ -75,9 +73,11 @@ class HostBridge:
             self._server.close()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
-        self.socket_path.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            self._dir.rmdir()
+        if self._dir is not None:
+            self.socket_path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self._dir.rmdir()
+            self._dir = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -103,25 +103,11 @@ class HostBridge:
         name = str(request.get("name", ""))
         args = request.get("input") or {}
         if request.get("op") == "permit":
-            # The fence still judges the call, so a critical violation is on record.
-            decision = self.fence.check(name, args)
-            if self._on_decision is not None:
-                self._on_decision(name, decision)
-            if decision.allow and self._halted():
-                decision = Decision(False, _ENDING)
+            decision = self.gate.permit(name, args)
             return {
                 "allow": decision.allow,
                 "reason": decision.reason,
                 "critical": decision.critical,
             }
-        if self._halted():
-            return {"text": _ENDING, "isError": True, "terminate": False}
-        tool = self.tools.get(name)
-        if tool is None:
-            return {"text": f"Error: unknown host tool {name}", "isError": True}
-        try:
-            result = await tool.handler(args)
-        except Exception as exc:  # a tool bug goes back to the model, not up the stack
-            log.exception("host tool %s failed", name)
-            result = ToolResult(f"Error: {name} failed: {exc}", is_error=True)
+        result = await self.gate.call(name, args)
         return {"text": result.text, "isError": result.is_error, "terminate": result.terminate}

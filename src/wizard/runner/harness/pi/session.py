@@ -37,9 +37,7 @@ import os
 import shutil
 import signal
 import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +45,8 @@ from wizard.engines.bundle import PiEngine, ensure_pi
 from wizard.errors import EngineError
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
-from wizard.runner.harness.types import GatewaySettings, PromptResult, SessionStats
+from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, SessionStats
 from wizard.tools.fence import child_env
-from wizard.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -60,28 +56,6 @@ PROVIDER = "wizard-gateway"
 _STDERR_KEEP = 16_384
 HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
 _LINE_LIMIT = 1 << 30  # one event line holds at most one whole assistant message
-
-
-@dataclass(frozen=True)
-class PiLaunch:
-    """Everything needed to start one pi process for one conversation."""
-
-    project_dir: Path
-    gateway: GatewaySettings
-    model: str
-    bridge: HostBridge
-    tool_names: tuple[str, ...]
-    system_prompt: str
-    startup_timeout: float = 60.0
-    # How long the host waits for wizard to read its events before it gives up.
-    stall_seconds: float = 300.0
-    # Told of each gateway retry ("gateway busy, retrying in 4 s").
-    notify: Callable[[str], None] = lambda message: None
-    # pi not answering a command, or silent this long while a turn is open and no tool
-    # runs, is an engine failure (longer than the gateway's idle timeout, which comes first).
-    engine_timeout: float = 150.0
-    # The OS sandbox every command runs in; None runs commands with the fence alone.
-    sandbox: SandboxPolicy | None = None
 
 
 # A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
@@ -97,29 +71,37 @@ def _host_temp_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="wizard-pi-tmp-", dir=base))
 
 
-def _models_json(gateway: GatewaySettings, model: str, url: str, key: str) -> dict[str, Any]:
+def models_json(api: GatewayApi, model: str, url: str, key: str) -> dict[str, Any]:
+    """pi's provider config: the gateway at `url` (for a run, wizard's proxy and its token)."""
     base = url.rstrip("/")
     provider: dict[str, Any] = {
-        "baseUrl": base if gateway.api == "anthropic-messages" else base + "/v1",
-        "api": gateway.api,
+        "baseUrl": base if api == "anthropic-messages" else base + "/v1",
+        "api": api,
         "apiKey": key,
         "models": [{"id": model, "contextWindow": 200_000, "maxTokens": 16_384}],
     }
-    if gateway.api == "openai-completions":
+    if api == "openai-completions":
         provider["compat"] = {"supportsDeveloperRole": False, "supportsReasoningEffort": False}
     return {"providers": {PROVIDER: provider}}
 
 
 class PiSession:
-    """One running `pi --mode rpc` process."""
+    """One running pi host process: one conversation."""
 
     def __init__(
         self,
-        launch: PiLaunch,
+        launch: EngineLaunch,
         engine: Callable[[], PiEngine] = ensure_pi,
+        *,
+        startup_timeout: float = 60.0,
+        stall_seconds: float = 300.0,
     ) -> None:
         self.launch = launch
         self._engine = engine
+        self.startup_timeout = startup_timeout
+        # How long the host waits for wizard to read its events before it gives up.
+        self.stall_seconds = stall_seconds
+        self.bridge = HostBridge(launch.gate)
         self._process: asyncio.subprocess.Process | None = None
         self._agent_dir: Path | None = None
         self._host_tmp: Path | None = None
@@ -135,15 +117,13 @@ class PiSession:
         self.bytes_read = 0
         self.lines_read = 0
         self._exits = contextlib.AsyncExitStack()
-        self._proxy: GatewayProxy | None = None
-        self._last_event = time.monotonic()
-        self._tools_running = 0
 
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Spawn the pi host and wait until its session is ready; `EngineError` otherwise."""
         engine = await asyncio.to_thread(self._engine)
+        await self._exits.enter_async_context(self.bridge)
         agent_dir = await self._prepare_agent_dir(engine)
         # The host's own temp folder (the sandbox runtime's sockets go there): removed at close
         # even when pi was killed and could not clean up after itself.
@@ -174,7 +154,7 @@ class PiSession:
             asyncio.create_task(self._read_stderr()),
         ]
         try:
-            await asyncio.wait_for(self._ready, self.launch.startup_timeout)
+            await asyncio.wait_for(self._ready, self.startup_timeout)
         except (TimeoutError, EngineError) as exc:
             await self.close()
             raise EngineError(
@@ -183,36 +163,28 @@ class PiSession:
             ) from exc
 
     async def _prepare_agent_dir(self, engine: PiEngine) -> Path:
-        """pi's private folder: the gateway (through the key proxy) and the host's launch file."""
-        launch, gateway = self.launch, self.launch.gateway
-        # pi talks only to the loopback proxy, with a per-run token; the key stays in wizard.
-        proxy = GatewayProxy(
-            gateway.url,
-            gateway.key,
-            policy=RetryPolicy(max_retries=gateway.retries),
-            idle_timeout=gateway.idle_timeout,
-            notify=launch.notify,
-        )
-        self._proxy = await self._exits.enter_async_context(proxy)
+        """pi's private folder: the gateway (wizard's proxy) and the host's launch file."""
+        launch = self.launch
         self._agent_dir = agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
-        models = _models_json(gateway, launch.model, proxy.url, proxy.token)
+        models = models_json(launch.api, launch.model, launch.proxy_url, launch.token)
         (agent_dir / "models.json").write_text(json.dumps(models))
+        shell = ("bash",) if launch.shell else ()  # pi's own, in the OS sandbox
         host = {
-            **launch.bridge.spec(),
+            **self.bridge.spec(),
             "piEntry": str(engine.sdk_entry),
             "cwd": str(launch.project_dir),
             "agentDir": str(agent_dir),
             "provider": PROVIDER,
             "model": launch.model,
-            "tools": list(launch.tool_names),
+            "tools": [*shell, *launch.gate.tools],
             "systemPrompt": launch.system_prompt,
             "retries": 0,  # the proxy's retry policy is the only one
-            "stallSeconds": launch.stall_seconds,
+            "stallSeconds": self.stall_seconds,
         }
         if launch.sandbox is not None:
             # This run's private folders are closed to its commands too; the runtime's own
             # helpers (its seccomp filter) are read from the engine, read-only.
-            private = launch.sandbox.denying(agent_dir, launch.bridge.socket_path.parent)
+            private = launch.sandbox.denying(agent_dir, self.bridge.socket_path.parent)
             private = private.reading(engine.prefix)
             host["sandbox"] = {**private.host_spec(), "entry": str(engine.sandbox_entry)}
         (agent_dir / "launch.json").write_text(json.dumps(host))
@@ -271,11 +243,6 @@ class PiSession:
                 continue
 
     @property
-    def gateway_fault(self) -> str | None:
-        """Why the gateway's reply was cut as incomplete, if it was (the proxy saw it)."""
-        return self._proxy.fault if self._proxy is not None else None
-
-    @property
     def pid(self) -> int | None:
         """pi's process id while it runs."""
         return self._process.pid if self._process is not None else None
@@ -295,27 +262,10 @@ class PiSession:
         """Send a prompt and return when its run has ended (the final `agent_end`)."""
         loop = asyncio.get_running_loop()
         self._run_done = loop.create_future()
-        self._last_event = time.monotonic()
         response = await self._command({"type": "prompt", "message": text})
         if not response.get("success", False):
             raise EngineError(f"pi rejected the prompt: {response.get('error')}")
-        return await self._watched(self._run_done)
-
-    async def _watched(self, run_done: asyncio.Future[PromptResult]) -> PromptResult:
-        """The run's end, unless pi hangs: silent too long while no tool runs, or stopped."""
-        timeout, stopped_since = self.launch.engine_timeout, None
-        while True:
-            with contextlib.suppress(TimeoutError):
-                return await asyncio.wait_for(asyncio.shield(run_done), min(timeout, 1.0))
-            now = time.monotonic()
-            stopped_since = (stopped_since or now) if is_stopped(self.pid) else None
-            if stopped_since is not None and now - stopped_since >= timeout:
-                raise EngineError(f"pi has been stopped (not running) for {timeout:g} s.")
-            if not self._tools_running and now - self._last_event >= timeout:
-                raise EngineError(
-                    f"pi produced no event for {timeout:g} s while a turn was open and no "
-                    "tool was running: it hung."
-                )
+        return await self._run_done
 
     async def abort(self) -> None:
         """Abort the current run; returns once pi has ended it."""
@@ -374,11 +324,6 @@ class PiSession:
             log.warning("pi wrote a line that is not JSON: %r", line[:200])
             return
         kind = message.get("type")
-        self._last_event = time.monotonic()
-        if kind == "tool_start":
-            self._tools_running += 1
-        elif kind == "tool_end":
-            self._tools_running = max(0, self._tools_running - 1)
         if kind == "response" and message.get("id") in self._pending:
             future = self._pending.pop(message["id"])
             if not future.done():

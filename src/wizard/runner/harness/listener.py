@@ -1,12 +1,15 @@
-"""Reads the pi host's event stream for a run: stop markers, turns, tool calls, status, signals.
+"""Reads an engine session's event stream for a run: stop markers, turns, tool calls, status.
+
+Every session emits the same compact events (`AgentSession`), so one reader serves all.
 
 Markers count only in the text blocks of assistant messages: streamed text is scanned per
 block as it arrives (`text_delta`, keyed by the block's `index`), and each complete assistant
 message is scanned block by block at `message_end`. Thinking, tool-call arguments, tool
 results and user messages never reach this listener.
 
-The remark turn (after `enter_remark()`) is read only for the remark itself: nothing in it,
-text or tool call, changes how the run is classified.
+In the remark turn (after `enter_remark()`) the latch decides whether a marker still counts
+(the engine's policy); nothing else in it, text or tool call, changes how the run is
+classified.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from wizard.runner.harness.state import RunOutput
 
 
 class RunListener:
-    """The pi harness's subscriber for one run: feeds the latch and the run's output."""
+    """A session's subscriber for one run: feeds the latch and the run's output."""
 
     def __init__(self, latch: StopLatch, output: RunOutput) -> None:
         self.latch = latch
@@ -30,7 +33,7 @@ class RunListener:
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         index = int(event.get("index", 0))
-        if self.output.in_remark and kind in ("text_start", "text_delta", "text_end"):
+        if kind in ("text_start", "text_delta", "text_end") and not self.latch.armed:
             return
         if kind == "text_start":
             self._scanners[index] = self.latch.scanner()

@@ -1,0 +1,289 @@
+"""`ClaudeSession`: one Claude Code conversation through the Claude Agent SDK, an `AgentSession`.
+
+The session speaks the same compact events as pi's host, so the one driver and the one
+event reader serve both engines. It asks the SDK for partial messages and turns the raw
+stream into `text_start` / `text_delta` / `text_end` per text block: a stop marker in the
+middle of a long block is seen while the block streams, as on pi, and `abort()` is
+`interrupt()`, the only call that stops the CLI's turn. Each complete assistant message is a
+`message_end`; its tool calls are `tool_start`, their results `tool_end`.
+
+What the CLI is given: the program's prompt and wizard's notes; none of Claude's built-in
+tools, but wizard's host tools (its file tools, which check a path as they open it, and its
+sandboxed `bash` among them) through an in-process MCP server, which the CLI runs one at a
+time; the run's tool gate as a pre-tool hook and the permission callback; the gateway as
+`ANTHROPIC_BASE_URL` pointing at wizard's proxy, whose per-run token reaches the CLI through
+an `apiKeyHelper` in a private settings file, never through its environment; its own config
+and temp folders; no session files, no nonessential traffic, no retries of its own.
+
+The SDK's errors end here, as `EngineError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from wizard.atomic import write_atomically
+from wizard.engines.bundle import installed_pi
+from wizard.engines.claude import load_sdk
+from wizard.errors import EngineError
+from wizard.runner.harness.anthropic.adapter import BUILTIN_TOOLS, GateHooks, mcp_server
+from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
+from wizard.tools.base import HostTool
+from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
+from wizard.tools.shell import shell_tool
+
+ClientFactory = Callable[[Any], Any]
+Event = dict[str, Any]
+_RESULT_PREVIEW = 2000
+
+
+class ClaudeSession:
+    """One Claude CLI process, through the SDK's client; tests hand in a client over a
+    scripted transport (`client_factory`)."""
+
+    def __init__(self, launch: EngineLaunch, client_factory: ClientFactory | None = None) -> None:
+        self.launch = launch
+        self._client_factory = client_factory
+        self._sdk: ModuleType | None = None
+        self._client: Any = None
+        self._workspace: Path | None = None
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._stats = SessionStats()
+        self._in_turn = False
+        self._interrupting = False
+        self._error: str | None = None
+        self._text_blocks: set[int] = set()
+        self._tool_names: dict[str, str] = {}
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the CLI behind wizard's proxy; `EngineError` if it does not."""
+        sdk = self._sdk = load_sdk()
+        self._workspace = Path(tempfile.mkdtemp(prefix="wizard-claude-"))
+        options = self._options(sdk, self._workspace)
+        self._client = (self._client_factory or sdk.ClaudeSDKClient)(options)
+        with self._sdk_errors():
+            await self._client.connect()
+
+    @property
+    def pid(self) -> int | None:
+        """The CLI's process id, while it runs (the SDK keeps it on its transport)."""
+        process = getattr(getattr(self._client, "_transport", None), "_process", None)
+        return getattr(process, "pid", None)
+
+    async def close(self) -> None:
+        """Interrupt a turn still open (a bare disconnect lets the CLI finish it and run its
+        pending tools), disconnect, and remove the session's folder. A cancellation that
+        arrives meanwhile waits for the teardown."""
+        teardown = asyncio.ensure_future(self._close())
+        try:
+            await asyncio.shield(teardown)
+        except asyncio.CancelledError:
+            await teardown
+            raise
+
+    async def _close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            if self._in_turn and not self._interrupting:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(client.interrupt(), 5)
+            with contextlib.suppress(Exception):
+                await client.disconnect()
+        if self._workspace is not None:
+            shutil.rmtree(self._workspace, ignore_errors=True)
+            self._workspace = None
+
+    # --- the conversation -----------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call `callback` with every event; returns the unsubscribe function."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback)
+
+    async def prompt(self, text: str) -> PromptResult:
+        """Send a prompt; return when the CLI's turn has ended (its result message)."""
+        self._in_turn, self._interrupting, self._error = True, False, None
+        try:
+            with self._sdk_errors():
+                await self._client.query(text)
+                async for message in self._client.receive_response():
+                    self._on_message(message)
+        finally:
+            self._in_turn = False
+        if self._interrupting:
+            result = PromptResult("aborted", "Request was aborted.")
+        elif self._error is not None:
+            result = PromptResult("error", self._error)
+        else:
+            result = PromptResult("stop")
+        self._emit({"type": "agent_end", "stopReason": result.stop_reason,
+                    "errorMessage": result.error_message})  # fmt: skip
+        return result
+
+    async def abort(self) -> None:
+        """Stop the turn in flight (`interrupt()`); `prompt` then returns."""
+        if self._in_turn and not self._interrupting:
+            self._interrupting = True
+            with self._sdk_errors():
+                await self._client.interrupt()
+
+    async def stats(self) -> SessionStats:
+        """Token usage of the session so far (from each turn's result)."""
+        return self._stats
+
+    @contextlib.contextmanager
+    def _sdk_errors(self) -> Any:
+        assert self._sdk is not None
+        try:
+            yield
+        except self._sdk.ClaudeSDKError as exc:
+            raise EngineError(str(exc)) from exc
+
+    # --- the SDK's messages as events -----------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        for callback in list(self._subscribers):
+            callback(event)
+
+    def _on_message(self, message: Any) -> None:
+        sdk = self._sdk
+        assert sdk is not None
+        if isinstance(message, sdk.StreamEvent):
+            if message.parent_tool_use_id is None:
+                self._on_stream(message.event)
+        elif isinstance(message, sdk.AssistantMessage):
+            self._on_assistant(sdk, message)
+        elif isinstance(message, sdk.UserMessage):
+            self._on_tool_results(sdk, message)
+        elif isinstance(message, sdk.ResultMessage):
+            self._add_usage(message.usage)
+            if message.is_error and not self._interrupting and self._error is None:
+                self._error = "; ".join(message.errors or []) or str(message.result or "error")
+
+    def _on_stream(self, event: Event) -> None:
+        """A raw Messages API stream event: text blocks become text events."""
+        kind, index = event.get("type"), int(event.get("index") or 0)
+        if kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "text":
+                self._text_blocks.add(index)
+                self._emit({"type": "text_start", "index": index})
+                if block.get("text"):
+                    self._emit({"type": "text_delta", "index": index, "delta": block["text"]})
+        elif kind == "content_block_delta" and index in self._text_blocks:
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                self._emit({"type": "text_delta", "index": index, "delta": delta.get("text", "")})
+        elif kind == "content_block_stop" and index in self._text_blocks:
+            self._text_blocks.discard(index)
+            self._emit({"type": "text_end", "index": index})
+
+    def _on_assistant(self, sdk: ModuleType, message: Any) -> None:
+        texts = [block.text for block in message.content if isinstance(block, sdk.TextBlock)]
+        calls = [block for block in message.content if isinstance(block, sdk.ToolUseBlock)]
+        if message.error is not None:
+            self._error = self._error or "\n".join(texts).strip() or str(message.error)
+        self._emit({"type": "message_end", "text": texts, "tools": [c.name for c in calls]})
+        for call in calls:
+            self._tool_names[call.id] = call.name
+            self._emit({"type": "tool_start", "id": call.id, "name": call.name,
+                        "args": dict(call.input)})  # fmt: skip
+
+    def _on_tool_results(self, sdk: ModuleType, message: Any) -> None:
+        content = message.content if isinstance(message.content, list) else []
+        for block in content:
+            if isinstance(block, sdk.ToolResultBlock):
+                name = self._tool_names.pop(block.tool_use_id, "")
+                result = block.content if isinstance(block.content, str) else str(block.content)
+                self._emit({"type": "tool_end", "id": block.tool_use_id, "name": name,
+                            "isError": bool(block.is_error),
+                            "result": result[:_RESULT_PREVIEW]})  # fmt: skip
+
+    def _add_usage(self, usage: dict[str, Any] | None) -> None:
+        usage, s = usage or {}, self._stats
+        self._stats = SessionStats(
+            s.input_tokens + int(usage.get("input_tokens") or 0),
+            s.output_tokens + int(usage.get("output_tokens") or 0),
+            s.cache_read_tokens + int(usage.get("cache_read_input_tokens") or 0),
+            s.cache_write_tokens + int(usage.get("cache_creation_input_tokens") or 0),
+        )
+
+    # --- what the CLI is given ------------------------------------------------------------
+
+    def _options(self, sdk: ModuleType, workspace: Path) -> Any:
+        launch = self.launch
+        config, temp = workspace / "config", workspace / "tmp"
+        config.mkdir()
+        temp.mkdir()
+        token = workspace / "token"
+        write_atomically(token, launch.token.encode(), 0o600)
+        settings = config / "wizard-settings.json"
+        helper = {"apiKeyHelper": f"cat {shlex.quote(str(token))}"}
+        write_atomically(settings, json.dumps(helper).encode(), 0o600)
+        gate = launch.gate.serving(*self._shell(workspace))
+        hooks = GateHooks(sdk, gate)
+        return sdk.ClaudeAgentOptions(
+            cwd=str(launch.project_dir),
+            model=launch.model,
+            tools=list(BUILTIN_TOOLS),
+            system_prompt=launch.system_prompt.strip(),
+            mcp_servers={"wizard": mcp_server(sdk, gate)},
+            hooks=hooks.hooks(),
+            can_use_tool=hooks.can_use_tool,
+            permission_mode="default",
+            setting_sources=[],
+            settings=str(settings),
+            env=_cli_env(launch.proxy_url, config, temp),
+            extra_args={"no-session-persistence": None},
+            include_partial_messages=True,
+            stderr=launch.log,
+        )
+
+    def _shell(self, workspace: Path) -> list[HostTool]:
+        """wizard's `bash`, in the OS sandbox when the run has one (Claude's own is off)."""
+        launch = self.launch
+        if not launch.shell:
+            return []
+        if launch.sandbox is None:
+            return [shell_tool(launch.project_dir, None)]
+        engine = installed_pi()
+        if engine is None:
+            raise EngineError(
+                "the sandbox runtime for wizard's bash is not installed: run `wizard engines "
+                "install pi` (it needs Node.js), or run with --no-sandbox"
+            )
+        policy = launch.sandbox.reading(engine.prefix).with_settings_file(workspace)
+        cli = engine.sandbox_entry.with_name("cli.js")
+        return [shell_tool(launch.project_dir, (policy, engine.node, cli))]
+
+
+def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
+    """The CLI's environment over the SDK's (which copies wizard's own): every variable
+    outside the allowlist blanked, so no key of wizard's reaches the CLI."""
+
+    def allowed(name: str) -> bool:
+        return name in CHILD_ENV_ALLOW or name.startswith((*CHILD_ENV_ALLOW_PREFIXES, "CLAUDE"))
+
+    blanked = {name: "" for name in os.environ if not allowed(name)}
+    return {
+        **blanked,
+        "ANTHROPIC_BASE_URL": proxy_url,
+        "CLAUDE_CONFIG_DIR": str(config),
+        "CLAUDE_CODE_TMPDIR": str(temp),
+        # Its own logs (MCP server logs) go with the run, not into the user's home folder.
+        "XDG_CACHE_HOME": str(temp / "cache"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
