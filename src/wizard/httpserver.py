@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from http import HTTPStatus
 
 import h11
 
@@ -66,7 +67,7 @@ class HttpConnection:
             elif isinstance(event, h11.ConnectionClosed):
                 return None
 
-    async def _next_event(self) -> h11.Event | type[h11.PAUSED]:
+    async def _next_event(self) -> object:
         while True:
             try:
                 event = self._h11.next_event()
@@ -87,7 +88,12 @@ class HttpConnection:
             fields.append(("content-length", str(len(body))))
         else:
             fields.append(("transfer-encoding", "chunked"))
-        await self._write(self._h11.send(h11.Response(status_code=status, headers=fields)))
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+        head = h11.Response(status_code=status, headers=fields, reason=reason)
+        await self._write(self._h11.send(head))
         if body is not None:
             await self.send(body)
             await self.end()

@@ -5,7 +5,8 @@ them running, reparented to init. On Linux wizard makes itself a *child subreape
 (`prctl(PR_SET_CHILD_SUBREAPER)`): orphans of pi come back to wizard instead, and when the
 run ends every process still below wizard is stopped (`stop_descendants`). On other systems
 a clean teardown still stops pi and the command it runs, but a command started by a pi that
-was killed from outside can outlive wizard.
+was killed from outside can outlive wizard. The process tree is read through psutil, so what
+is left below a process is found on macOS as on Linux.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import ctypes
 import os
 import signal
 import sys
-from pathlib import Path
+
+import psutil
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -32,33 +34,21 @@ def become_subreaper() -> bool:
 
 
 def descendants(root: int) -> list[int]:
-    """Every live descendant of `root`, read from /proc (Linux; empty elsewhere)."""
-    children: dict[int, list[int]] = {}
-    proc = Path("/proc")
-    for entry in proc.iterdir() if proc.is_dir() else []:
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
+    """Every live descendant of `root` (any system psutil knows; empty if `root` is gone)."""
+    try:
+        return [child.pid for child in psutil.Process(root).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def is_stopped(pid: int | None) -> bool:
-    """Whether process `pid` is stopped (SIGSTOP, or a debugger), read from /proc."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, TypeError):
+    """Whether process `pid` is stopped (SIGSTOP, or a debugger)."""
+    if pid is None:
         return False
-    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.Error:
+        return False
 
 
 def stop_descendants() -> list[int]:

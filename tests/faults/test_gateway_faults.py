@@ -62,6 +62,9 @@ async def test_a_reset_inside_a_write_leaves_the_file_as_it_was(tmp_path: Path, 
     live = await run_live(tmp_path, {"responses": [READ, broken, DONE, REMARK]}, api=api)
     assert live.result.error is AgentErrorType.API_ERROR, live.result
     assert (tmp_path / "config.txt").read_text() == original
+    # The engine raised on the proxy's error event: it did not take the cut stream as a
+    # finished reply, run the call, and ask the model again.
+    assert len(live.gateway.requests) == 2
     live.assert_no_process_left()
 
 

@@ -235,6 +235,31 @@ async def test_a_broken_stream_is_cut_in_error_and_recorded(
     assert url in proxy.fault
 
 
+@pytest.mark.parametrize("fault", ["reset", "eof", "invalid-json"])
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+async def test_the_engine_gets_its_protocols_error_event_naming_the_fault(
+    fault: str, api: str
+) -> None:
+    response = {**TEXT, "fault": fault, "fault_after_frames": 3}
+    async with edge({"responses": [response]}) as (_, proxy):
+        if api == "anthropic":
+            client = _claude(proxy)
+            with pytest.raises(anthropic.APIError) as raised:
+                async with client.messages.stream(model="m", max_tokens=5, messages=USER) as stream:
+                    async for _ in stream:
+                        pass
+        else:
+            gpt = _gpt(proxy)
+            with pytest.raises(openai.APIError) as raised:
+                chunks = await gpt.chat.completions.create(model="m", messages=USER, stream=True)
+                async for _ in chunks:
+                    pass
+    # The SDK's own API error carrying the fault, not a transport error a client might
+    # take for the end of a finished stream.
+    assert not isinstance(raised.value, anthropic.APIConnectionError | openai.APIConnectionError)
+    assert proxy.fault is not None and proxy.fault in str(raised.value)
+
+
 async def test_the_idle_watchdog_cuts_a_stalled_stream() -> None:
     response = {**TEXT, "fault": "stall", "fault_after_frames": 2}
     async with (

@@ -196,3 +196,35 @@ async def test_a_declared_stop_in_an_anthropic_task_aborts_the_run(tmp_path: Pat
     assert [(t["status"], t["error"]) for t in outcome.tasks] == [("failed", "aborted")]
     task_requests = [r for r in gateway.requests if "# Task tag:" in json.dumps(r.body)]
     assert len(task_requests) == 1  # not retried, nothing asked after the marker
+
+
+async def test_a_marker_mid_block_cuts_the_stream_before_the_block_ends(tmp_path: Path) -> None:
+    line = "[ABORT] could not find a stripe integration\n"
+    reply = {
+        "blocks": [{"text": "Checking the project.\n" * 40 + line + "Still going.\n" * 800}],
+        "chunk_chars": 16,
+        "delay_ms": 5,
+    }
+    scenario = {"responses": [reply, said("must never be requested")]}
+    result, gateway, _ = await run_anthropic(tmp_path, scenario)
+    assert (result.error, result.message) == (
+        AgentErrorType.ABORT,
+        "could not find a stripe integration",
+    )
+    assert len(gateway.requests) == 1
+    assert gateway.requests[0].client_disconnected  # cut mid-block, not at its end
+
+
+async def test_a_reset_inside_a_write_leaves_the_file_and_asks_nothing_more(
+    tmp_path: Path,
+) -> None:
+    original = "".join(f"line {n}\n" for n in range(600))
+    (tmp_path / "config.txt").write_text(original)
+    content = "".join(f"new line {n}\n" for n in range(600))
+    write = call("mcp__wizard__write", path="config.txt", content=content)
+    broken = {"blocks": [write], "chunk_chars": 16, "fault": "reset", "fault_after_frames": 40}
+    scenario = {"responses": [broken, said("Done."), REMARK]}
+    result, gateway, _ = await run_anthropic(tmp_path, scenario)
+    assert result.error is AgentErrorType.API_ERROR, result
+    assert (tmp_path / "config.txt").read_text() == original
+    assert len(gateway.requests) == 1  # no request follows the fault

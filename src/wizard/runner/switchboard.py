@@ -7,11 +7,13 @@ Each of the three is resolved on its own with the precedence CLI flag > environm
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from wizard.errors import UsageError
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
+from wizard.runner.sequence.context import Binding
+
+__all__ = ["Binding", "resolve_binding"]
 
 DEFAULT_BINDING = ProgramBinding(sequence="linear", harness="pi", model="claude-sonnet-4-6")
 
@@ -19,16 +21,6 @@ SEQUENCES = ("linear", "orchestrator")
 HARNESSES = ("pi", "anthropic")
 # Names that are part of the design but not built in this version.
 NOT_BUILT: dict[str, str] = {}
-
-
-@dataclass(frozen=True)
-class Binding:
-    """How one run runs, and where each choice came from (flag, env, program, default)."""
-
-    sequence: str
-    harness: str
-    model: str
-    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 def _pick(

@@ -12,9 +12,12 @@ gateway with httpx. Here, and only here:
   `max_delay`, within `budget` seconds per request. Each retry is announced through
   `notify`. A failure mid-stream is never retried: the engine has seen part of the reply.
 - **Stream integrity.** A reply that ends without its terminator (`message_stop`; `[DONE]`
-  or a `finish_reason`), a 200 with no events, or an event whose data is not JSON is not a
-  finished turn: the proxy cuts the stream to the engine *in error* (no closing chunk, so
-  the engine raises instead of acting on a truncated reply) and records the `fault`.
+  or a `finish_reason`), a 200 with no events, an event whose data is not JSON, or a
+  connection to the gateway that breaks is not a finished turn: the proxy ends the stream to
+  the engine *in error*, with the protocol's own error event (`event: error` on Anthropic
+  Messages, a `data: {"error": …}` chunk on OpenAI Chat), which every client raises on,
+  then closes it without the closing chunk, and records the `fault`. An engine never acts
+  on a truncated reply: no tool call whose arguments were cut runs.
 - **The idle watchdog.** No byte from the gateway for `idle_timeout` seconds ends the
   request the same way.
 - **A bound on tool arguments.** One tool call whose streamed arguments pass
@@ -40,6 +43,8 @@ from typing import Any
 
 import httpx
 
+from wizard.httpserver import BadRequest, HttpConnection, Request
+
 log = logging.getLogger(__name__)
 
 _AUTH_HEADERS = ("x-api-key", "authorization")
@@ -47,6 +52,7 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding",
      "host", "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection"}
 )  # fmt: skip
+_CLOSE = [("connection", "close")]  # one request per connection
 
 
 @dataclass(frozen=True)
@@ -194,36 +200,31 @@ class GatewayProxy:
     # --- one relayed request --------------------------------------------------------------
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = HttpConnection(reader, writer)
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            method, target, headers = _parse_head(head)
-            body = await _read_body(reader, headers)
-            if not self._authorised(headers):
-                writer.write(_plain_response(401, "Unauthorized", b""))
+            request = await connection.request()
+            if request is None:
                 return
-            request = self._upstream_request(method, target, headers, body)
-            response = await self._send(request)
+            if not self._authorised(request.headers):
+                return await connection.respond(401, _CLOSE, b"Unauthorized")
+            response = await self._send(self._upstream_request(request))
             if response is None:
-                return await self._unreachable(writer)
+                return await self._unreachable(connection)
             try:
-                await self._pipe(response, writer, _api_of(target))
+                await self._pipe(response, connection, _api_of(request.target))
             finally:
                 await response.aclose()
-        except (ConnectionError, asyncio.IncompleteReadError, OSError) as exc:
+        except (ConnectionError, BadRequest, OSError) as exc:
             log.debug("gateway proxy relay ended: %s", exc)
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            await connection.close()
 
     def _authorised(self, headers: list[tuple[str, str]]) -> bool:
         return any(name.lower() in _AUTH_HEADERS and self.token in value for name, value in headers)
 
-    def _upstream_request(
-        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
-    ) -> httpx.Request:
+    def _upstream_request(self, request: Request) -> httpx.Request:
         sent = []
-        for name, value in headers:
+        for name, value in request.headers:
             lowered = name.lower()
             if lowered in _HOP_BY_HOP or lowered == "accept-encoding":
                 continue
@@ -234,7 +235,7 @@ class GatewayProxy:
             sent.append((name, value))
         assert self._client is not None
         return self._client.build_request(
-            method, self.upstream + target, headers=sent, content=body
+            request.method, self.upstream + request.target, headers=sent, content=request.body
         )
 
     async def _send(self, request: httpx.Request) -> httpx.Response | None:
@@ -262,43 +263,54 @@ class GatewayProxy:
             await asyncio.sleep(delay)
         return None  # pragma: no cover - the loop always returns
 
-    async def _unreachable(self, writer: asyncio.StreamWriter) -> None:
+    async def _unreachable(self, connection: HttpConnection) -> None:
         """Out of reach after every retry: the run's error is the real reason, said once."""
         message = unreachable_message(self.upstream, self._out_of_reach)
         self.fault = self.fault or message
         payload = {"type": "error", "error": {"type": "api_error", "message": message}}
-        body = json.dumps(payload).encode()
-        writer.write(_plain_response(502, "Bad Gateway", body, "application/json"))
-        await writer.drain()
+        headers = [("content-type", "application/json"), *_CLOSE]
+        await connection.respond(502, headers, json.dumps(payload).encode())
 
-    async def _pipe(self, response: httpx.Response, writer: asyncio.StreamWriter, api: str) -> None:
-        """Relay the response as chunks; cut it in error at the first sign of a fault."""
+    async def _pipe(self, response: httpx.Response, connection: HttpConnection, api: str) -> None:
+        """Relay the response as it comes; cut it in error at the first sign of a fault."""
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         check = StreamCheck(api) if streamed and response.status_code == 200 else None
-        head = [f"HTTP/1.1 {response.status_code} {response.reason_phrase}"]
-        head += [f"{n}: {v}" for n, v in response.headers.items() if n.lower() not in _HOP_BY_HOP]
-        head += ["transfer-encoding: chunked", "connection: close"]
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        headers = [(n, v) for n, v in response.headers.items() if n.lower() not in _HOP_BY_HOP]
+        await connection.respond(response.status_code, [*headers, *_CLOSE])
         try:
             async for chunk in response.aiter_bytes():
                 if check is not None and (fault := check.feed(chunk)):
-                    return self._cut(writer, fault)
-                writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
-                await writer.drain()
+                    return await self._cut(connection, fault, check)
+                await connection.send(chunk)
         except httpx.ReadTimeout:
-            return self._cut(writer, f"the gateway sent nothing for {self.idle_timeout:g} s")
+            fault = f"the gateway sent nothing for {self.idle_timeout:g} s"
+            return await self._cut(connection, fault, check)
         except httpx.TransportError as exc:
-            return self._cut(writer, f"the connection to the gateway broke ({type(exc).__name__})")
+            fault = f"the connection to the gateway broke ({type(exc).__name__})"
+            return await self._cut(connection, fault, check)
         if check is not None and (fault := check.finish()):
-            return self._cut(writer, fault)
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
+            return await self._cut(connection, fault, check)
+        await connection.end()
 
-    def _cut(self, writer: asyncio.StreamWriter, fault: str) -> None:
-        """End the stream to the engine in error, and remember why."""
+    async def _cut(self, connection: HttpConnection, fault: str, check: StreamCheck | None) -> None:
+        """End the stream to the engine in error, and remember why: a stream gets the
+        protocol's error event; then the connection closes without the closing chunk."""
         self.fault = self.fault or f"{fault} (gateway {self.upstream})"
         log.warning("gateway stream cut: %s", self.fault)
-        writer.transport.abort()
+        if check is None:  # not a stream: a body cut short is an error to any client
+            return connection.abort()
+        # Blank lines first end whatever event the gateway left half-sent.
+        with contextlib.suppress(ConnectionError):
+            await connection.send(b"\n\n" + _error_event(check.api, self.fault))
+
+
+def _error_event(api: str, message: str) -> bytes:
+    """The protocol's own error event, which the engine's client raises on."""
+    if api == "anthropic":
+        error = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + json.dumps(error).encode() + b"\n\n"
+    error = {"error": {"message": message, "type": "server_error", "code": None}}
+    return b"data: " + json.dumps(error).encode() + b"\n\n"
 
 
 def _tool_arg_pieces(api: str, event: dict[str, Any]) -> list[tuple[int, str]]:
@@ -354,36 +366,3 @@ def unreachable_message(upstream: str, reason: str) -> str:
 
 def _api_of(target: str) -> str:
     return "openai" if "chat/completions" in target else "anthropic"
-
-
-def _parse_head(head: bytes) -> tuple[str, str, list[tuple[str, str]]]:
-    request_line, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
-    method, target, _ = request_line.split(" ", 2)
-    headers = []
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers.append((name.strip(), value.strip()))
-    return method, target, headers
-
-
-async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]]) -> bytes:
-    """The request body, by content-length or chunked."""
-    values = {name.lower(): value for name, value in headers}
-    if values.get("transfer-encoding", "").lower() == "chunked":
-        body = b""
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
-            body += (await reader.readexactly(size + 2))[:size]
-            if size == 0:
-                return body
-    return await reader.readexactly(int(values.get("content-length", "0")))
-
-
-def _plain_response(
-    status: int, reason: str, body: bytes, content_type: str = "text/plain"
-) -> bytes:
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode() + body

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.types import GatewaySettings
-from wizard.runner.switchboard import Binding
 from wizard.signals import AbortSource
 from wizard.skills.install import SkillInstall, install_skill
 from wizard.skills.sources import SkillSource
@@ -22,6 +21,17 @@ from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.skills import skill_tools
 
 DEFAULT_MAX_PARALLEL = 3
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How one run runs, and where each choice came from (flag, env, program, default): the
+    switchboard's answer, which a sequence carries."""
+
+    sequence: str
+    harness: str
+    model: str
+    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

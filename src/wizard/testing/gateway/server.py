@@ -1,15 +1,14 @@
 """The scripted gateway's HTTP server: real HTTP/1.1 on 127.0.0.1, in-process or standalone.
 
 It serves `POST /v1/messages` (Anthropic) and `POST /v1/chat/completions` (OpenAI), answers
-each model request with the next scripted response, and records every request. Streams use
-chunked transfer encoding, so a scripted drop (`drop_after_chars`) reaches the client as a
-broken stream rather than a clean end.
+each model request with the next scripted response, and records every request. HTTP/1.1 is
+h11's (`wizard.httpserver`). Streams use chunked transfer encoding, so a scripted drop
+(`drop_after_chars`) reaches the client as a broken stream rather than a clean end.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from wizard.httpserver import BadRequest, HttpConnection, Request
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.testing.gateway import wire
 from wizard.testing.gateway.scenario import (
@@ -35,8 +35,8 @@ from wizard.testing.gateway.scenario import (
 
 log = logging.getLogger(__name__)
 
+_EVENT_STREAM = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 _ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai"}
-_REASONS = {200: "OK", 404: "Not Found", 400: "Bad Request", 429: "Too Many Requests"}
 
 
 @dataclass
@@ -199,50 +199,34 @@ class ScriptedGateway:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        connection = HttpConnection(reader, writer)
         try:
-            while await self._serve_request(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            while (request := await connection.request()) is not None:
+                if not await self._serve_request(connection, request):
+                    break
+        except (ConnectionError, BadRequest, asyncio.CancelledError):
             pass
         finally:
             self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            await connection.close()
 
-    async def _serve_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> bool:
-        """Serve one request; return whether the connection stays open."""
-        head = await reader.readuntil(b"\r\n\r\n")
-        request_line, *header_lines = head.decode("latin-1").split("\r\n")
-        method, target, _ = request_line.split(" ", 2)
-        headers = {}
-        for line in header_lines:
-            if ":" in line:
-                name, value = line.split(":", 1)
-                headers[name.strip().lower()] = value.strip()
-        raw = await reader.readexactly(int(headers.get("content-length", "0")))
-        path = target.split("?", 1)[0]
+    async def _serve_request(self, connection: HttpConnection, request: Request) -> bool:
+        """Serve one request; return whether the connection stays usable."""
+        path = request.target.split("?", 1)[0]
         endpoint = _ROUTES.get(path)
-        if method != "POST" or endpoint is None:
-            await self._send_json(writer, 404, {"error": f"no route {method} {path}"})
-            return headers.get("connection", "").lower() != "close"
+        if request.method != "POST" or endpoint is None:
+            await self._send_json(connection, 404, {"error": f"no route {request.method} {path}"})
+            return True
         if self.required_key is not None and not any(
-            self.required_key in headers.get(name, "") for name in ("x-api-key", "authorization")
+            self.required_key in request.header(name) for name in ("x-api-key", "authorization")
         ):
-            await self._send_json(writer, 401, {"error": {"message": "invalid api key"}})
-            return headers.get("connection", "").lower() != "close"
-        body = json.loads(raw or b"{}")
-        keep = await self._answer(reader, writer, endpoint, body)
-        return keep and headers.get("connection", "").lower() != "close"
+            await self._send_json(connection, 401, {"error": {"message": "invalid api key"}})
+            return True
+        body = json.loads(request.body or b"{}")
+        return await self._answer(connection, endpoint, body)
 
     async def _answer(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        endpoint: str,
-        body: dict[str, Any],
+        self, connection: HttpConnection, endpoint: str, body: dict[str, Any]
     ) -> bool:
         conversation, response = self._next_response(body)
         texts = _user_texts(body)
@@ -259,49 +243,44 @@ class ScriptedGateway:
         )
         self.requests.append(record)
         try:
-            keep = await self._send_response(reader, writer, endpoint, body, record, response)
+            keep = await self._send_response(connection, endpoint, body, record, response)
             record.completed = not record.client_disconnected
             return keep
         finally:
+            record.bytes_sent = connection.bytes_sent
             if self._on_record is not None:
                 self._on_record(record)
 
     async def _send_response(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        connection: HttpConnection,
         endpoint: str,
         body: dict[str, Any],
         record: RequestRecord,
         response: Response | None,
     ) -> bool:
+        error = wire.anthropic_error if endpoint == "anthropic" else wire.openai_error
         if response is None:
             record.unexpected = True
             record.served = "scenario exhausted"
-            error = wire.anthropic_error if endpoint == "anthropic" else wire.openai_error
-            record.bytes_sent = await self._send_json(writer, 500, error(500, "scenario exhausted"))
+            await self._send_json(connection, 500, error(500, "scenario exhausted"))
             return True
         if isinstance(response, ErrorResponse):
             spec = response.error
             record.served = f"error {spec.status}"
-            error = wire.anthropic_error if endpoint == "anthropic" else wire.openai_error
             extra = {"retry-after": f"{spec.retry_after:g}"} if spec.retry_after is not None else {}
-            record.bytes_sent = await self._send_json(
-                writer, spec.status, error(spec.status, spec.body), extra
-            )
+            await self._send_json(connection, spec.status, error(spec.status, spec.body), extra)
             return True
         blocks_response = self._as_blocks(response)
         record.served = "refusal" if isinstance(response, RefusalResponse) else "blocks"
         if blocks_response.latency_ms:
             await asyncio.sleep(blocks_response.latency_ms / 1000)
         if record.stream:
-            return await self._stream(reader, writer, endpoint, body, record, blocks_response)
+            return await self._stream(connection, endpoint, body, record, blocks_response)
         input_tokens = max(1, len(json.dumps(body)) // 4)
         model = record.model or "scripted"
         render = wire.anthropic_body if endpoint == "anthropic" else wire.openai_body
-        record.bytes_sent = await self._send_json(
-            writer, 200, render(blocks_response.blocks, model, input_tokens)
-        )
+        await self._send_json(connection, 200, render(blocks_response.blocks, model, input_tokens))
         return True
 
     def _as_blocks(self, response: BlocksResponse | RefusalResponse) -> BlocksResponse:
@@ -316,8 +295,7 @@ class ScriptedGateway:
 
     async def _stream(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        connection: HttpConnection,
         endpoint: str,
         body: dict[str, Any],
         record: RequestRecord,
@@ -334,34 +312,27 @@ class ScriptedGateway:
             frames = wire.openai_stream(
                 response.blocks, model, response.chunk_chars, input_tokens, usage
             )
-        head = (
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-            b"transfer-encoding: chunked\r\n\r\n"
-        )
         sent_chars = 0
         try:
-            writer.write(head)
-            record.bytes_sent += len(head)
+            await connection.respond(200, _EVENT_STREAM)
             for number, frame in enumerate(frames):
                 if response.fault is not None and number == response.fault_after_frames:
-                    return await self._break(reader, writer, record, response)
+                    return await self._break(connection, record, response)
                 if (
                     response.drop_after_chars is not None
                     and sent_chars >= response.drop_after_chars
                 ):
                     record.served += f" (dropped after {sent_chars} chars)"
-                    writer.transport.abort()
+                    connection.abort()
                     return False
-                await self._chunk(writer, record, frame.data)
+                await connection.send(frame.data)
                 sent_chars += frame.content_chars
                 self._watch(record, frame)
                 if response.delay_ms:
                     await asyncio.sleep(response.delay_ms / 1000)
-                if reader.at_eof() or writer.transport.is_closing():
+                if connection.client_gone:
                     raise ConnectionResetError("client went away")
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
-            record.bytes_sent += 5
+            await connection.end()
             return True
         except (ConnectionError, RuntimeError):
             record.client_disconnected = True
@@ -377,53 +348,34 @@ class ScriptedGateway:
         elif self.watch in frame.data:
             record.watch_at = time.monotonic()
 
-    @staticmethod
-    async def _chunk(writer: asyncio.StreamWriter, record: RequestRecord, data: bytes) -> None:
-        chunk = f"{len(data):x}\r\n".encode() + data + b"\r\n"
-        writer.write(chunk)
-        await writer.drain()
-        record.bytes_sent += len(chunk)
-
     async def _break(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        record: RequestRecord,
-        response: BlocksResponse,
+        self, connection: HttpConnection, record: RequestRecord, response: BlocksResponse
     ) -> bool:
         """Play the scripted fault; return whether the connection stays usable."""
         record.served += f" ({response.fault} after {response.fault_after_frames} frames)"
         if response.fault in ("empty", "eof"):
-            writer.write(b"0\r\n\r\n")
-            await writer.drain()
+            await connection.end()
             return False
         if response.fault == "invalid-json":
-            await self._chunk(writer, record, b"data: {this is not json\n\n")
-            await reader.read()  # the client should give up on the stream now
+            await connection.send(b"data: {this is not json\n\n")
+            await connection.reader.read()  # the client should give up on the stream now
             record.client_disconnected = True
             return False
         if response.fault == "reset":
-            sock = writer.get_extra_info("socket")
+            sock = connection.writer.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
+            connection.abort()
             return False
-        await reader.read()  # stall: nothing more, until the client hangs up
+        await connection.reader.read()  # stall: nothing more, until the client hangs up
         record.client_disconnected = True
         return False
 
+    @staticmethod
     async def _send_json(
-        self,
-        writer: asyncio.StreamWriter,
+        connection: HttpConnection,
         status: int,
         payload: dict[str, Any],
         extra_headers: dict[str, str] | None = None,
-    ) -> int:
-        data = json.dumps(payload).encode()
-        reason = _REASONS.get(status, "Error")
-        lines = [f"HTTP/1.1 {status} {reason}", "content-type: application/json"]
-        lines += [f"{k}: {v}" for k, v in (extra_headers or {}).items()]
-        lines.append(f"content-length: {len(data)}")
-        raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
-        writer.write(raw)
-        await writer.drain()
-        return len(raw)
+    ) -> None:
+        headers = [("content-type", "application/json"), *(extra_headers or {}).items()]
+        await connection.respond(status, headers, json.dumps(payload).encode())

@@ -13,7 +13,8 @@ sandboxed `bash` among them) through an in-process MCP server, which the CLI run
 time; the run's tool gate as a pre-tool hook and the permission callback; the gateway as
 `ANTHROPIC_BASE_URL` pointing at wizard's proxy, whose per-run token reaches the CLI through
 an `apiKeyHelper` in a private settings file, never through its environment; its own config
-and temp folders; no session files, no nonessential traffic, no retries of its own.
+and temp folders; no session files, no nonessential traffic, no retries of its own (nor its
+non-streaming fallback after a broken stream).
 
 The SDK's errors end here, as `EngineError`.
 """
@@ -286,4 +287,7 @@ def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
         "XDG_CACHE_HOME": str(temp / "cache"),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
+        # A broken stream is not asked again without streaming: the proxy's retry policy is
+        # the only one, and a request after a fault is one it never allows.
+        "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK": "1",
     }

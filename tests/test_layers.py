@@ -1,0 +1,145 @@
+"""The import-layer contract: the picture in STYLE.md, checked on every import in the package.
+
+Every `import` and `from … import` counts, lazy ones inside functions too. A rule names a
+group of modules and what it must not import; a broken rule names the importing module, so
+the picture cannot rot.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+LEAVES = ("wizard.signals", "wizard.outcome", "wizard.events", "wizard.errors")
+UPPER = ("wizard.cli", "wizard.launch", "wizard.ui", "wizard.demo", "wizard.doctor")
+
+
+def _imports() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in (SOURCE / "wizard").rglob("*.py"):
+        if "sample_project" in path.parts:
+            continue
+        module = ".".join(path.relative_to(SOURCE).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        names = graph.setdefault(module, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+    return graph
+
+
+GRAPH = _imports()
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+# (who, what they must not import, why); leaves may import each other
+RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
+    (LEAVES, ("wizard",), "leaves import only the standard library and each other"),
+    (
+        ("wizard.engines",),
+        ("wizard.runner", "wizard.tools", "wizard.journal", *UPPER),
+        "engines are below the harnesses",
+    ),
+    (
+        ("wizard.journal",),
+        ("wizard.runner", "wizard.tools", "wizard.engines", "wizard.programs", *UPPER),
+        "the journal knows nothing of harnesses",
+    ),
+    (
+        ("wizard.tools",),
+        ("wizard.runner", "wizard.engines", "wizard.journal", *UPPER),
+        "tools and the fence are below the harnesses",
+    ),
+    (
+        ("wizard.runner.harness",),
+        (
+            "wizard.runner.sequence",
+            "wizard.runner.switchboard",
+            "wizard.journal",
+            "wizard.programs",
+            *UPPER,
+        ),
+        "a harness speaks only our types to the layers above",
+    ),
+    (
+        ("wizard.runner.harness.pi",),
+        ("wizard.runner.harness.anthropic",),
+        "an engine's adapter does not use another's",
+    ),
+    (
+        ("wizard.runner.harness.anthropic",),
+        ("wizard.runner.harness.pi",),
+        "an engine's adapter does not use another's",
+    ),
+    (
+        (
+            "wizard.runner.harness.driver",
+            "wizard.runner.harness.gate",
+            "wizard.runner.harness.listener",
+            "wizard.runner.harness.watchdog",
+            "wizard.runner.harness.state",
+            "wizard.runner.harness.endings",
+        ),
+        ("wizard.runner.harness.pi", "wizard.runner.harness.anthropic", "wizard.engines"),
+        "the driver and what it shares know no engine",
+    ),
+    (
+        ("wizard.runner.sequence",),
+        (
+            "wizard.runner.switchboard",
+            "wizard.runner.harness.pi",
+            "wizard.runner.harness.anthropic",
+            "wizard.runner.bootstrap",
+            *UPPER,
+        ),
+        "a sequence calls a harness, never an engine, and never routes",
+    ),
+    (("wizard.runner",), UPPER, "the runner is below the CLI and the UI"),
+    (("wizard",), ("wizard.cli",), "only the entry point imports the CLI"),
+]
+
+
+@pytest.mark.parametrize(("who", "banned", "why"), RULES, ids=[rule[2] for rule in RULES])
+def test_the_layers_hold(who: tuple[str, ...], banned: tuple[str, ...], why: str) -> None:
+    broken = sorted(
+        f"{module} imports {name}"
+        for module, names in GRAPH.items()
+        if _within(module, who) and module not in ("wizard.__main__",)
+        for name in names
+        if _within(name, banned) and not _within(name, LEAVES)
+    )
+    assert not broken, f"{why}:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize(
+    ("package", "allowed"),
+    [
+        ("rich", ("wizard.ui",)),
+        ("claude_agent_sdk", ("wizard.testing.fake_cli",)),  # the SDK is imported lazily
+        ("typer", ("wizard.cli",)),
+        ("posthog", ("wizard.analytics",)),
+        ("httpx", ("wizard.runner.harness.proxy",)),
+    ],
+)
+def test_a_foreign_package_is_imported_in_one_place(package: str, allowed: tuple[str, ...]) -> None:
+    users = sorted(
+        module
+        for module, names in GRAPH.items()
+        if any(_within(name, (package,)) for name in names) and not _within(module, allowed)
+    )
+    assert not users, f"{package} is imported outside {allowed}: {users}"
+
+
+def test_the_graph_is_the_packages() -> None:
+    # A rule over no modules would pass whatever the code does.
+    for who, _, why in RULES:
+        assert any(_within(module, who) for module in GRAPH), why
