@@ -32,8 +32,8 @@ from bench_runs import _quantiles, stop_figures
 
 from wizard.engines.bundle import ensure_pi
 from wizard.events import EventRecorder
-from wizard.runner.harness.anthropic.run import AnthropicHarness
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.anthropic.harness import AnthropicHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 

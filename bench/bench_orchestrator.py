@@ -35,11 +35,11 @@ from wizard.engines.bundle import ensure_pi
 from wizard.events import EventRecorder
 from wizard.programs import get_program
 from wizard.programs.types import GENERIC_ORCHESTRATION
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.sequence.context import RunContext
 from wizard.runner.sequence.orchestrator.prompts import SEED_LINE
-from wizard.runner.sequence.orchestrator.runner import queue_path, run_orchestrator
+from wizard.runner.sequence.orchestrator.sequence import queue_path, run_orchestrator
 from wizard.runner.switchboard import Binding
 from wizard.skills.sources import BundledSkills
 

@@ -41,7 +41,7 @@ from wizard.engines.bundle import ensure_pi
 from wizard.events import EventRecorder
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.listener import RunListener
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.pi.session import PiSession
 from wizard.runner.harness.state import RunOutput
 from wizard.runner.harness.types import GatewayApi, GatewaySettings, RunInputs

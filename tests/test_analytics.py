@@ -15,7 +15,7 @@ import pytest
 
 from wizard.analytics import Analytics, analytics_from_env, event_name
 from wizard.events import AnalyticsEvent, LogLine
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.fake_session import FakePiSession
 

@@ -41,8 +41,8 @@ class SpinnerStopped:
 
 
 @dataclass(frozen=True)
-class TaskView:
-    """One entry of the agent's task list as the user sees it."""
+class TodoView:
+    """One entry of the agent's todo list as the user sees it."""
 
     id: str
     content: str
@@ -50,10 +50,10 @@ class TaskView:
 
 
 @dataclass(frozen=True)
-class TasksChanged:
-    """The agent's task list changed."""
+class TodosChanged:
+    """The agent's todo list changed."""
 
-    tasks: tuple[TaskView, ...]
+    todos: tuple[TodoView, ...]
     kind: Literal["tasks_changed"] = "tasks_changed"
 
 
@@ -103,7 +103,7 @@ Event = (
     SpinnerStarted
     | SpinnerMessage
     | SpinnerStopped
-    | TasksChanged
+    | TodosChanged
     | QueueTaskChanged
     | LogLine
     | ToolCalled

@@ -29,7 +29,7 @@ from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
 from wizard.runner import RunRequest, run_program
 from wizard.runner.gateway import GatewayFlags
-from wizard.runner.sequence.orchestrator.runner import saved_tasks
+from wizard.runner.sequence.orchestrator.sequence import saved_tasks
 from wizard.skills.sources import (
     BundledSkills,
     ChainedSkills,

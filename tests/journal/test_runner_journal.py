@@ -13,7 +13,7 @@ from wizard.journal import Journal
 from wizard.programs import get_program
 from wizard.runner import RunRequest, run_program
 from wizard.runner.gateway import GatewayFlags
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.skills.sources import BundledSkills
 from wizard.testing.fake_session import FakePiSession
 

@@ -16,7 +16,7 @@ from wizard.engines import bundle as engine
 from wizard.events import EventRecorder
 from wizard.outcome import AgentResult
 from wizard.processes import descendants
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.pi.session import PiSession
 from wizard.runner.harness.types import EngineLaunch, GatewayApi, GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway

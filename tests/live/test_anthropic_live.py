@@ -19,11 +19,11 @@ else:
 from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType, AgentResult
 from wizard.programs import get_program
-from wizard.runner.harness.anthropic.run import AnthropicHarness
+from wizard.runner.harness.anthropic.harness import AnthropicHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.runner.sequence.context import RunContext
 from wizard.runner.sequence.orchestrator.prompts import SEED_LINE
-from wizard.runner.sequence.orchestrator.runner import run_orchestrator
+from wizard.runner.sequence.orchestrator.sequence import run_orchestrator
 from wizard.runner.switchboard import Binding
 from wizard.skills.sources import BundledSkills
 from wizard.testing.gateway import ScriptedGateway

@@ -9,7 +9,7 @@ import pytest
 
 from tests.live.conftest import session_pid, watched_sessions
 from wizard.events import EventRecorder
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.pi.session import PiSession
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway

@@ -14,12 +14,12 @@ from tests.live.conftest import assert_gone, session_pid, watched_sessions
 from wizard.events import EventRecorder
 from wizard.outcome import Outcome
 from wizard.programs import get_program
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.pi.session import PiSession
 from wizard.runner.harness.types import GatewayApi, GatewaySettings
 from wizard.runner.sequence.context import RunContext
 from wizard.runner.sequence.orchestrator.prompts import SEED_LINE
-from wizard.runner.sequence.orchestrator.runner import UNPLANNED, run_orchestrator
+from wizard.runner.sequence.orchestrator.sequence import UNPLANNED, run_orchestrator
 from wizard.runner.switchboard import Binding
 from wizard.skills.sources import BundledSkills
 from wizard.testing.gateway import ScriptedGateway

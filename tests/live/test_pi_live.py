@@ -15,7 +15,7 @@ import pytest
 from tests.live.conftest import run_live
 from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
 

@@ -11,7 +11,7 @@ import pytest
 from tests.live.conftest import session_pid, watched_sessions
 from wizard.events import EventRecorder, ToolCalled
 from wizard.processes import descendants
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.testing.gateway import ScriptedGateway
 

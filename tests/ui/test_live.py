@@ -13,8 +13,8 @@ from wizard.events import (
     SpinnerMessage,
     SpinnerStarted,
     SpinnerStopped,
-    TasksChanged,
-    TaskView,
+    TodosChanged,
+    TodoView,
 )
 from wizard.ui.live import LiveView
 
@@ -25,10 +25,10 @@ def test_spinner_status_tasks_and_stop() -> None:
     view(SpinnerStarted("Setting up transactional email..."))
     view(SpinnerMessage("Checking the stop conditions"))
     view(
-        TasksChanged(
+        TodosChanged(
             (
-                TaskView("task-1", "Add the client", "completed"),
-                TaskView("task-2", "Write the report", "pending"),
+                TodoView("task-1", "Add the client", "completed"),
+                TodoView("task-2", "Write the report", "pending"),
             )
         )
     )

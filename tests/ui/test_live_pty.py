@@ -13,16 +13,16 @@ import pyte
 SCRIPT = """
 import time
 from rich.console import Console
-from wizard.events import SpinnerMessage, SpinnerStarted, SpinnerStopped, TasksChanged, TaskView
+from wizard.events import SpinnerMessage, SpinnerStarted, SpinnerStopped, TodosChanged, TodoView
 from wizard.ui.live import LiveView
 
 view = LiveView(Console(width=80))
 view(SpinnerStarted("Setting up transactional email..."))
 first, second = "Add the client", "Write the report"
-view(TasksChanged((TaskView("1", first, "in_progress"), TaskView("2", second, "pending"))))
+view(TodosChanged((TodoView("1", first, "in_progress"), TodoView("2", second, "pending"))))
 time.sleep(0.4)
 view(SpinnerMessage("Editing the mailer"))
-view(TasksChanged((TaskView("1", first, "completed"), TaskView("2", second, "completed"))))
+view(TodosChanged((TodoView("1", first, "completed"), TodoView("2", second, "completed"))))
 time.sleep(0.4)
 view(SpinnerStopped("Setup complete"))
 view.close()

@@ -24,14 +24,14 @@ from wizard.outcome import Outcome, Outro
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
-from wizard.runner.harness.anthropic.run import AnthropicHarness
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.anthropic.harness import AnthropicHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, Harness
 from wizard.runner.journaling import RunJournal
 from wizard.runner.sandboxing import RunSandbox
 from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
 from wizard.runner.sequence.linear import run_linear
-from wizard.runner.sequence.orchestrator.runner import run_orchestrator
+from wizard.runner.sequence.orchestrator.sequence import run_orchestrator
 from wizard.runner.switchboard import Binding, resolve_binding
 from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.tools.project import AskFunction

@@ -15,7 +15,7 @@ from pathlib import Path
 from wizard.errors import UsageError
 from wizard.journal import Journal, RunRecord
 from wizard.outcome import AgentErrorType
-from wizard.runner.sequence.orchestrator.runner import queue_path
+from wizard.runner.sequence.orchestrator.sequence import queue_path
 
 _RESUMABLE_ERRORS = {
     AgentErrorType.ENGINE_FAILURE.value,

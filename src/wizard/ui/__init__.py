@@ -1,1 +1,1 @@
-"""The terminal UI: spinner and task list, outro panels, CI output. The only rich importer."""
+"""The terminal UI: spinner and todo list, outro panels, CI output. The only rich importer."""

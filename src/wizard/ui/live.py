@@ -1,10 +1,10 @@
-"""The interactive view of a run: a spinner with the latest `[STATUS]`, and the task list.
+"""The interactive view of a run: a spinner with the latest `[STATUS]`, and the todo list.
 
 An orchestrator run shows its queue instead: one line a task, with its status and how long
 it has run.
 
-The spinner and the live task list are a transient region: when the step ends it is erased,
-and the final task list and the stop message are printed once, so the finished screen holds
+The spinner and the live todo list are a transient region: when the step ends it is erased,
+and the final todo list and the stop message are printed once, so the finished screen holds
 no spinner frame and no task twice.
 """
 
@@ -26,12 +26,12 @@ from wizard.events import (
     SpinnerMessage,
     SpinnerStarted,
     SpinnerStopped,
-    TasksChanged,
-    TaskView,
+    TodosChanged,
+    TodoView,
     ToolCalled,
 )
 
-_TASK_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●"}
+_TODO_ICONS = {"pending": "○", "in_progress": "◐", "completed": "●"}
 _QUEUE_ICONS = {
     "pending": "○",
     "running": "◐",
@@ -60,7 +60,7 @@ class LiveView:
         self.console = console
         self.verbose = verbose
         self._message = ""
-        self._tasks: tuple[TaskView, ...] = ()
+        self._todos: tuple[TodoView, ...] = ()
         self._queue: dict[str, QueueTaskChanged] = {}
         self._live: Live | None = None
         # One spinner for the view's life: its frame follows the time since it first drew (a
@@ -77,8 +77,8 @@ class LiveView:
         elif isinstance(event, SpinnerStopped):
             self._stop()
             self.console.print(Text(f"●  {event.message}", style="bold"))
-        elif isinstance(event, TasksChanged):
-            self._tasks = event.tasks
+        elif isinstance(event, TodosChanged):
+            self._todos = event.todos
         elif isinstance(event, QueueTaskChanged):
             self._queue[event.id] = event
             if not self.console.is_terminal and event.status != "pending":
@@ -94,10 +94,10 @@ class LiveView:
     def _render(self) -> RenderableType:
         self._spinner.update(text=Text(self._message))
         rows: list[RenderableType] = [self._spinner]
-        for task in self._tasks:
-            icon = _TASK_ICONS.get(task.status, "○")
-            style = "dim" if task.status == "completed" else ""
-            rows.append(Text(f"   {icon} {task.content}", style=style))
+        for todo in self._todos:
+            icon = _TODO_ICONS.get(todo.status, "○")
+            style = "dim" if todo.status == "completed" else ""
+            rows.append(Text(f"   {icon} {todo.content}", style=style))
         now = time.time()
         for entry in self._queue.values():
             style = "dim" if entry.status in ("done", "not needed") else ""
@@ -125,8 +125,8 @@ class LiveView:
         live, self._live = self._live, None
         if live is not None:
             live.stop()
-        for task in self._tasks:
-            self.console.print(Text(f"   {_TASK_ICONS.get(task.status, '○')} {task.content}"))
+        for todo in self._todos:
+            self.console.print(Text(f"   {_TODO_ICONS.get(todo.status, '○')} {todo.content}"))
         if live is not None:  # without a terminal, each change was printed as it came
             now = time.time()
             for entry in self._queue.values():

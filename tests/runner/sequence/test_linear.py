@@ -12,11 +12,11 @@ from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType, AgentResult, exit_code
 from wizard.programs import get_program, skill_program
 from wizard.programs.types import ProgramConfig
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.sequence.context import RunContext
-from wizard.runner.sequence.endings import route_result
 from wizard.runner.sequence.linear import run_linear
+from wizard.runner.sequence.outcomes import route_result
 from wizard.runner.switchboard import Binding
 from wizard.signals import REMARK_INSTRUCTION
 from wizard.skills.sources import BundledSkills, DirectorySkills
@@ -217,5 +217,5 @@ async def test_allowed_tools_limit_the_program_tools(tmp_path: Path) -> None:
     await run_linear(context(tmp_path, program), PiHarness(session_factory=fake))
     assert fake.launch is not None
     host_tools = set(fake.launch.gate.tools)
-    task_list = {"TaskCreate", "TaskUpdate", "TaskGet", "TaskList"}
-    assert host_tools == {"read", "write", "edit", *task_list, "check_env_keys"}
+    todo_list = {"TaskCreate", "TaskUpdate", "TaskGet", "TaskList"}
+    assert host_tools == {"read", "write", "edit", *todo_list, "check_env_keys"}

@@ -19,12 +19,12 @@ from wizard.events import AnalyticsEvent, EventRecorder, QueueTaskChanged, Spinn
 from wizard.outcome import AgentErrorType, Outcome, exit_code
 from wizard.programs import get_program
 from wizard.programs.types import ProgramConfig
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, TaskRunInputs
 from wizard.runner.sequence.context import RunContext
 from wizard.runner.sequence.orchestrator.executor import NO_REPORT
 from wizard.runner.sequence.orchestrator.prompts import SEED_LINE, SEED_NUDGE, TASK_NUDGE
-from wizard.runner.sequence.orchestrator.runner import (
+from wizard.runner.sequence.orchestrator.sequence import (
     UNPLANNED,
     queue_path,
     run_orchestrator,

@@ -124,7 +124,7 @@ def _launch(run: RunState, proxy: GatewayProxy) -> EngineLaunch:
         proxy_url=proxy.url,
         token=proxy.token,
         gate=ToolGate(run.tools(), run.fence, run.on_decision, run.halt.is_set),
-        system_prompt=runtime_notes(task_list=inputs.task_list),
+        system_prompt=runtime_notes(todo_list=inputs.todo_list),
         shell="bash" not in run.fence.disallowed_tools,
         sandbox=inputs.sandbox,
         engine_timeout=inputs.engine_timeout,

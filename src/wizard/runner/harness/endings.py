@@ -91,7 +91,7 @@ def guard(run: RunState) -> AgentResult | None:
         run.emit("agent no progress", assistant_turns=output.assistant_turns)
         run.emit("agent aborted", **run.timing())
         return AgentResult(AgentErrorType.NO_PROGRESS, "The agent made no tool calls.")
-    if run.store.has_open_tasks():
+    if run.todos.has_open_todos():
         run.stop("Agent stopped before finishing")
         run.emit("agent incomplete tasks", open_tasks=True)
         run.emit("agent aborted", **run.timing())

@@ -9,12 +9,12 @@ from wizard.signals import MARKER_MEANINGS, Marker
 _TAUGHT = (Marker.STATUS, Marker.DASHBOARD_URL, Marker.NOTEBOOK_URL)
 
 
-def runtime_notes(*, task_list: bool = True) -> str:
+def runtime_notes(*, todo_list: bool = True) -> str:
     """Notes appended to pi's system prompt: how a run ends and which markers mean what."""
     markers = "\n".join(f"- `{marker}`: {MARKER_MEANINGS[marker]}" for marker in _TAUGHT)
     plan = (
         "- Plan the work with TaskCreate and mark each task completed with TaskUpdate.\n"
-        if task_list
+        if todo_list
         else ""
     )
     return (

@@ -21,7 +21,7 @@ from wizard.signals import OutputSignals, dashboard_url, last_status_line, noteb
 from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.fence import Fence
 from wizard.tools.files import file_tools
-from wizard.tools.tasks import TaskStore, task_tools
+from wizard.tools.todos import TodoList, todo_tools
 
 MAX_CONTINUE_NUDGES = 20
 CONTINUE_INSTRUCTION = (
@@ -77,7 +77,7 @@ class RunState:
         self.inputs = inputs
         self.engine = engine
         self.started = time.monotonic()
-        self.store = TaskStore(inputs.sink)
+        self.todos = TodoList(inputs.sink)
         self.fence = Fence(
             inputs.project_dir,
             disallowed_tools=inputs.disallowed_tools,
@@ -94,15 +94,15 @@ class RunState:
         self.output = RunOutput(inputs.sink)
 
     def tools(self) -> list[HostTool]:
-        """The run's host tools: the file tools, the task list's, and the program's allowed;
+        """The run's host tools: the file tools, the todo list's, and the program's allowed;
         none that the run disallows."""
         allowed = set(self.inputs.allowed_tools)
         program_tools = [
             t for t in self.inputs.tools(self.fence) if not allowed or t.name in allowed
         ]
-        task_list = task_tools(self.store) if self.inputs.task_list else []
+        todo_list = todo_tools(self.todos) if self.inputs.todo_list else []
         # wizard's file tools stand in for every engine's own: one checked-and-used path.
-        tools = [*file_tools(self.fence.root), *task_list, *program_tools]
+        tools = [*file_tools(self.fence.root), *todo_list, *program_tools]
         allowed_tools = [tool for tool in tools if tool.name not in self.fence.disallowed_tools]
         return [self._ends_on_report(tool) for tool in allowed_tools]
 
@@ -123,10 +123,10 @@ class RunState:
         return replace(tool, handler=handler)
 
     def work_open(self) -> bool:
-        """Whether the run's work is unfinished: its task list open, its task not settled."""
+        """Whether the run's work is unfinished: its todo list open, its task not settled."""
         if self.task is not None:
             return not self.task.settled()
-        return self.store.has_open_tasks()
+        return self.todos.has_open_todos()
 
     def may_continue(self) -> bool:
         """Whether a nudge may follow: work open, nothing latched, no violation."""

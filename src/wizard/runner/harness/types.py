@@ -137,8 +137,8 @@ class RunInputs:
     engine_timeout: float = 150.0
     # The program's host tools, built over the run's fence (which resolves their paths).
     tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: ()
-    # Whether the agent keeps a task list (TaskCreate…) that must be finished to succeed.
-    task_list: bool = True
+    # Whether the agent keeps a todo list (TaskCreate…) that must be finished to succeed.
+    todo_list: bool = True
     # Added to the run's `agent completed` / `agent aborted` analytics events.
     analytics: Mapping[str, Any] = field(default_factory=dict)
     # The OS sandbox every command the agent runs is held in; None: the fence alone.
@@ -163,7 +163,7 @@ class TaskRunInputs(RunInputs):
     reported: Callable[[], bool] = lambda: False
     nudge: str = ""
     max_nudges: int = 3
-    task_list: bool = False
+    todo_list: bool = False
 
 
 class Harness(Protocol):

@@ -13,7 +13,7 @@ from wizard.outcome import Outcome
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.types import Harness, RunInputs
 from wizard.runner.sequence.context import RunContext, host_tools, install_program_skill
-from wizard.runner.sequence.endings import route_result
+from wizard.runner.sequence.outcomes import route_result
 from wizard.skills.install import SkillInstall, skill_file
 
 

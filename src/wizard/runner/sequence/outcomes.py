@@ -20,7 +20,7 @@ def route_result(ctx: RunContext, result: AgentResult, success: Outro | None = N
     """Turn a harness result into the run's outcome, with its outro (`success` if it is one)."""
     program = ctx.program
     if result.error is AgentErrorType.ABORT:
-        return aborted(ctx, result)
+        return abort_outcome(ctx, result)
     if result.error is not None:
         if result.error in (AgentErrorType.API_ERROR, AgentErrorType.RATE_LIMIT):
             properties = {
@@ -43,7 +43,7 @@ def route_result(ctx: RunContext, result: AgentResult, success: Outro | None = N
     return ctx.outcome("succeeded", outro)
 
 
-def aborted(
+def abort_outcome(
     ctx: RunContext, result: AgentResult, context: Mapping[str, Any] | None = None
 ) -> Outcome:
     """The matched abort case's screen, or the generic one; `agent aborted` either way.

@@ -13,7 +13,7 @@ import pytest
 
 from wizard.events import EventRecorder, SpinnerMessage, SpinnerStarted
 from wizard.outcome import AgentErrorType, AgentResult
-from wizard.runner.harness.pi.run import PiHarness
+from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.state import CONTINUE_INSTRUCTION, MAX_CONTINUE_NUDGES
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION

@@ -22,7 +22,6 @@ from wizard.events import AnalyticsEvent, QueueTaskChanged, SpinnerStarted, Spin
 from wizard.outcome import AgentErrorType, AgentResult, Outcome, Outro
 from wizard.runner.harness.types import Harness, TaskRunInputs
 from wizard.runner.sequence.context import RunContext, host_tools, install_program_skill
-from wizard.runner.sequence.endings import aborted, route_result
 from wizard.runner.sequence.orchestrator.executor import drain
 from wizard.runner.sequence.orchestrator.prompts import (
     SEED_NUDGE,
@@ -32,6 +31,7 @@ from wizard.runner.sequence.orchestrator.prompts import (
 )
 from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskQueue
 from wizard.runner.sequence.orchestrator.tools import complete_tool, enqueue_tool
+from wizard.runner.sequence.outcomes import abort_outcome, route_result
 from wizard.runner.sequence.outros import REPORT_TO, success_outro
 from wizard.skills.install import SkillInstall
 from wizard.tools.base import HostTool
@@ -223,7 +223,7 @@ async def _plan_and_drain(run: _Orchestrator) -> Outcome:
 def _stopped(run: _Orchestrator, result: AgentResult, task: QueuedTask | None) -> Outcome:
     """The outcome of a run the seed (`task` None) or a task ended: its abort, or its error."""
     if result.error is AgentErrorType.ABORT:
-        return aborted(run.ctx, result, run.labels(task))
+        return abort_outcome(run.ctx, result, run.labels(task))
     return route_result(run.ctx, result)
 
 

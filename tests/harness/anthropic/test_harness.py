@@ -15,7 +15,7 @@ pytest.importorskip("claude_agent_sdk")
 
 from wizard.events import EventRecorder, SpinnerStarted
 from wizard.outcome import AgentErrorType, AgentResult
-from wizard.runner.harness.anthropic.run import AnthropicHarness
+from wizard.runner.harness.anthropic.harness import AnthropicHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs, TaskRunInputs
 from wizard.signals import REMARK_INSTRUCTION, skill_abort_reason
 from wizard.testing.fake_cli import FakeClaudeCLI, Frame
