@@ -27,19 +27,12 @@ from wizard.runner.sequence.orchestrator.sequence import run_orchestrator
 from wizard.runner.switchboard import Binding
 from wizard.skills.sources import BundledSkills
 from wizard.testing.gateway import ScriptedGateway
+from wizard.testing.script import call, said
 from wizard.tools.sandbox import build_policy
 
 pytestmark = pytest.mark.live
 
 KEY = "sk-gateway-secret-8e1f"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
-
-
-def said(text: str) -> dict[str, Any]:
-    return {"blocks": [{"text": text}]}
 
 
 REMARK = said("[WIZARD-REMARK] fine")

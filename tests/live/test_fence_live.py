@@ -15,16 +15,13 @@ import pytest
 
 from tests.live.conftest import run_live
 from wizard.outcome import AgentErrorType
+from wizard.testing.script import call
 from wizard.tools.env import env_tools
 
 pytestmark = pytest.mark.live
 
 SECRET = "s3cr3t-live-value-never-shown"
 NEVER = {"blocks": [{"text": "this response must never be requested"}]}
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
 
 
 @pytest.fixture

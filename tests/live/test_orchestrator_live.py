@@ -23,15 +23,12 @@ from wizard.runner.sequence.orchestrator.sequence import UNPLANNED, run_orchestr
 from wizard.runner.switchboard import Binding
 from wizard.skills.sources import BundledSkills
 from wizard.testing.gateway import ScriptedGateway
+from wizard.testing.script import call, said
 from wizard.tools.sandbox import build_policy
 
 pytestmark = pytest.mark.live
 
 STRIPE = "Could not find a Stripe integration"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
 
 
 def enqueue(task_id: str, kind: str, *depends_on: str) -> dict[str, Any]:
@@ -42,10 +39,6 @@ def enqueue(task_id: str, kind: str, *depends_on: str) -> dict[str, Any]:
 
 def complete(status: str = "done", summary: str = "finished") -> dict[str, Any]:
     return call("complete_task", status=status, summary=summary, handoff=summary)
-
-
-def said(value: str) -> dict[str, Any]:
-    return {"blocks": [{"text": value}]}
 
 
 def conversation(match: str, *responses: dict[str, Any]) -> dict[str, Any]:

@@ -18,14 +18,11 @@ from wizard.outcome import AgentErrorType
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
+from wizard.testing.script import call
 
 pytestmark = pytest.mark.live
 
 NEVER = {"blocks": [{"text": "this response must never be requested"}]}
-
-
-def write(path: str, content: str) -> dict[str, Any]:
-    return {"tool_call": {"name": "write", "arguments": {"path": path, "content": content}}}
 
 
 async def test_success_with_a_tool_call(tmp_path: Path) -> None:
@@ -34,7 +31,7 @@ async def test_success_with_a_tool_call(tmp_path: Path) -> None:
             {
                 "blocks": [
                     {"text": "[STATUS] Writing the config\n"},
-                    write("wizard.txt", "configured\n"),
+                    call("write", path="wizard.txt", content="configured\n"),
                 ]
             },
             {"blocks": [{"text": "Done. [DASHBOARD_URL] https://app.example/d/1"}]},
@@ -76,7 +73,7 @@ async def test_abort_in_a_block_after_a_tool_call_of_the_same_response(
             {
                 "blocks": [
                     {"text": "Let me look first."},
-                    write("should-not-exist.txt", "x"),
+                    call("write", path="should-not-exist.txt", content="x"),
                     {"text": "[ABORT] the api is not enabled for this project"},
                 ]
             },
@@ -109,7 +106,7 @@ async def test_gateway_refusal(tmp_path: Path) -> None:
 async def test_the_remark_reply_never_ends_a_run(tmp_path: Path) -> None:
     scenario = {
         "responses": [
-            {"blocks": [write("done.txt", "ok")]},
+            {"blocks": [call("write", path="done.txt", content="ok")]},
             {"blocks": [{"text": "Finished."}]},
             {
                 "blocks": [
@@ -175,7 +172,7 @@ async def test_a_project_file_holding_a_marker_cannot_stop_a_run(tmp_path: Path)
     scenario = {
         "responses": [
             {"blocks": [{"tool_call": {"name": "read", "arguments": {"path": "NOTES.md"}}}]},
-            {"blocks": [write("ok.txt", "1")]},
+            {"blocks": [call("write", path="ok.txt", content="1")]},
             {"blocks": [{"text": "Done."}]},
             {"blocks": [{"text": "[WIZARD-REMARK] fine"}]},
         ]

@@ -18,6 +18,7 @@ import pytest
 from tests.live.conftest import run_live
 from wizard.outcome import AgentErrorType
 from wizard.runner.harness.pi.session import PiSession
+from wizard.testing.script import call
 
 pytestmark = pytest.mark.live
 
@@ -34,10 +35,6 @@ def prose(chars: int) -> str:
     return (line * (chars // len(line) + 1))[:chars]
 
 
-def write(path: str, content: str) -> dict[str, Any]:
-    return {"tool_call": {"name": "write", "arguments": {"path": path, "content": content}}}
-
-
 def watch_events(session: PiSession, events: list[dict[str, Any]]) -> None:
     session.subscribe(events.append)
 
@@ -49,7 +46,10 @@ async def test_a_200k_reply_in_4_char_deltas_finishes_with_linear_volume(
     reply = prose(200_000)
     scenario = {
         "responses": [
-            {"blocks": [{"text": reply}, write("notes.txt", "ok")], "chunk_chars": 4},
+            {
+                "blocks": [{"text": reply}, call("write", path="notes.txt", content="ok")],
+                "chunk_chars": 4,
+            },
             *DONE,
         ]
     }
@@ -73,7 +73,7 @@ async def test_the_protocol_never_carries_a_partial_message(tmp_path: Path, api:
                 "blocks": [
                     {"thinking": "weighing it up " * 500},
                     {"text": prose(20000)},
-                    write("big.txt", "x" * 50000),
+                    call("write", path="big.txt", content="x" * 50000),
                 ],
                 "chunk_chars": 16,
             },
@@ -98,7 +98,11 @@ async def test_the_protocol_never_carries_a_partial_message(tmp_path: Path, api:
 async def test_a_150kb_file_written_in_16_char_pieces(tmp_path: Path, api: Any) -> None:
     content = "".join(f"line {n}: some generated configuration\n" for n in range(4_000))
     assert len(content) > 150_000
-    scenario = {"responses": [{"blocks": [write("generated.txt", content)], "chunk_chars": 16}]}
+    scenario = {
+        "responses": [
+            {"blocks": [call("write", path="generated.txt", content=content)], "chunk_chars": 16}
+        ]
+    }
     live = await run_live(tmp_path, {"responses": scenario["responses"] + DONE}, api=api)
     assert live.result.ok, live.result
     assert (tmp_path / "generated.txt").read_text() == content
@@ -155,7 +159,12 @@ async def test_a_write_over_1_mib_is_refused_before_it_runs_and_the_old_file_sta
     assert 1_048_576 < len(new) < 1_200_000
     target = tmp_path / "big.txt"
     target.write_text(old)
-    scenario = {"responses": [{"blocks": [write("big.txt", new)], "chunk_chars": 65_536}, *DONE]}
+    scenario = {
+        "responses": [
+            {"blocks": [call("write", path="big.txt", content=new)], "chunk_chars": 65_536},
+            *DONE,
+        ]
+    }
     live = await run_live(tmp_path, scenario)
     assert target.read_text() == old
     second = json.dumps(live.gateway.requests[1].body)
@@ -170,7 +179,11 @@ async def test_a_tool_call_past_the_streamed_bound_is_cut_before_pi_parses_it(
     """A 5 MB argument cost pi minutes of CPU (it re-parses the partial JSON with every
     delta): the proxy cuts the stream at 1.5 MiB, and the run is an API error naming why."""
     content = "y" * 5_000_000
-    scenario = {"responses": [{"blocks": [write("huge.txt", content)], "chunk_chars": 65_536}]}
+    scenario = {
+        "responses": [
+            {"blocks": [call("write", path="huge.txt", content=content)], "chunk_chars": 65_536}
+        ]
+    }
     live = await run_live(tmp_path, scenario)
     assert live.result.error is AgentErrorType.API_ERROR, live.result
     assert "characters of arguments" in (live.result.message or "")

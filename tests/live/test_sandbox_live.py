@@ -22,6 +22,7 @@ import pytest
 
 from tests.live.conftest import LiveRun, run_live
 from wizard.engines import bundle as engine
+from wizard.testing.script import call
 from wizard.tools.sandbox import MAX_PROCESSES, build_policy, process_cap, remove_cgroup
 from wizard.tools.shell import shell_tool
 
@@ -67,14 +68,6 @@ def scripts(port: int) -> dict[str, str]:
             {"name": "app", "scripts": {"leak": "cat .e''nv || echo CASE-npm: BLOCKED"}}
         ),
     }
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
-
-
-def bash(command: str) -> dict[str, Any]:
-    return call("bash", command=command)
 
 
 @pytest.fixture
@@ -144,8 +137,8 @@ async def test_scripts_the_agent_writes_are_held_in_the_sandbox(
     scenario = {
         "responses": [
             {"blocks": [call("write", path=n, content=c) for n, c in scripts(port).items()]},
-            {"blocks": [bash(command) for command in runs]},
-            {"blocks": [bash("python3 fork.py")]},
+            {"blocks": [call("bash", command=command) for command in runs]},
+            {"blocks": [call("bash", command="python3 fork.py")]},
             {"blocks": [{"text": "Done."}]},
             {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
         ]
@@ -198,7 +191,7 @@ async def test_the_gateway_is_out_of_reach_of_commands(tmp_path: Path, home: Pat
     scenario = {
         "responses": [
             {"blocks": [call("write", path="probe.py", content=probe)]},
-            {"blocks": [bash("python3 probe.py")]},
+            {"blocks": [call("bash", command="python3 probe.py")]},
             {"blocks": [{"text": "Done."}]},
             {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
         ]

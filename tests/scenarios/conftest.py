@@ -14,6 +14,9 @@ import pytest
 
 from wizard.engines import bundle as engine
 from wizard.runner.harness.pi.session import HOST_SCRIPT
+from wizard.testing.cli import wizard_env
+
+__all__ = ["ci_lines", "gateway_process", "pi_processes_in", "wizard_env"]
 
 
 @pytest.fixture(autouse=True)
@@ -22,12 +25,6 @@ def _needs_pi() -> None:
         if os.environ.get("CI"):
             pytest.fail("pi is not installed; .ci/run must run `wizard engines install pi`")
         pytest.skip("pi is not installed (wizard engines install pi)")
-
-
-def wizard_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WIZARD_GATEWAY", "ANTHROPIC"))}
-    env.update(WIZARD_LOG_DIR=str(tmp_path / "logs"), WIZARD_TELEMETRY="0", NO_COLOR="1", **extra)
-    return env
 
 
 def ci_lines(stdout: str) -> list[dict[str, Any]]:

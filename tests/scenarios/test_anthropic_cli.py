@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.scenarios.conftest import ci_lines, wizard_env
+from wizard.testing.cli import run_wizard
 
 pytestmark = pytest.mark.live
 
@@ -17,11 +17,17 @@ pytestmark = pytest.mark.live
 def _run(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "wizard", "run", "revenue-analytics", "--project", str(project),
-         "--harness", "anthropic", "--ci"],
-        capture_output=True, text=True, env=env, timeout=240,
-    )  # fmt: skip
+    return run_wizard(
+        "run",
+        "revenue-analytics",
+        "--project",
+        str(project),
+        "--harness",
+        "anthropic",
+        "--ci",
+        env=env,
+        timeout=240,
+    )
 
 
 def test_an_abort_on_the_anthropic_harness_exits_3(tmp_path: Path, gateway_process: Any) -> None:
@@ -60,11 +66,16 @@ def test_wizard_skill_on_the_anthropic_harness_ignores_the_marker(
     )
     project = tmp_path / "project"
     project.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "wizard", "skill", "revenue-analytics", "--project", str(project),
-         "--harness", "anthropic", "--ci"],
-        capture_output=True, text=True, env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+    proc = run_wizard(
+        "skill",
+        "revenue-analytics",
+        "--project",
+        str(project),
+        "--harness",
+        "anthropic",
+        "--ci",
+        env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
         timeout=240,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert ci_lines(proc.stdout)[-1]["status"] == "succeeded"

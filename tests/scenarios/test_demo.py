@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.scenarios.conftest import ci_lines, wizard_env
+from wizard.testing.cli import run_wizard
 
 pytestmark = pytest.mark.live
 
@@ -63,10 +64,8 @@ def test_demo_scenarios(
 
 
 def test_interactive_demo_shows_the_outro_and_the_diff(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "wizard", "demo"],
-        capture_output=True,
-        text=True,
+    proc = run_wizard(
+        "demo",
         env=wizard_env(tmp_path),
         timeout=240,
     )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ import pytest
 
 from tests.scenarios.conftest import wizard_env
 from wizard.engines.bundle import check_unchanged, pi_prefix
+from wizard.testing.cli import run_wizard
 
 pytestmark = pytest.mark.live
 
@@ -32,13 +31,22 @@ def test_a_run_refuses_a_changed_engine(
     project = tmp_path / "project"
     project.mkdir()
     outcome = tmp_path / "outcome.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "wizard", "run", "transactional-email", "--project",
-         str(project), "--ci", "--outcome-json", str(outcome)],
-        capture_output=True, text=True, timeout=120,
-        env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_ENGINES_DIR=str(engines),
-                       WIZARD_STATE_DIR=str(state)),
-    )  # fmt: skip
+    run = run_wizard(
+        "run",
+        "transactional-email",
+        "--project",
+        str(project),
+        "--ci",
+        "--outcome-json",
+        str(outcome),
+        timeout=120,
+        env=wizard_env(
+            tmp_path,
+            WIZARD_GATEWAY_URL=url,
+            WIZARD_ENGINES_DIR=str(engines),
+            WIZARD_STATE_DIR=str(state),
+        ),
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     result = json.loads(outcome.read_text())
     assert "photon-node/package.json" in result["reason"]

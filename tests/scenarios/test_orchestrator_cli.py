@@ -4,32 +4,33 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
+from wizard.testing.cli import run_wizard
+from wizard.testing.script import call
 
 pytestmark = pytest.mark.live
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
 
 
 def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "wizard", "run", "revenue-analytics", "--project", str(project),
-         "--sequence", "orchestrator", "--ci", *extra],
-        capture_output=True,
-        text=True,
+    return run_wizard(
+        "run",
+        "revenue-analytics",
+        "--project",
+        str(project),
+        "--sequence",
+        "orchestrator",
+        "--ci",
+        *extra,
         env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
         timeout=240,
-    )  # fmt: skip
+    )
 
 
 def _plan(*task_ids: str) -> dict[str, Any]:

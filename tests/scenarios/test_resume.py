@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +14,19 @@ import pytest
 
 from tests.faults.test_signals import STREAMING, Run
 from tests.scenarios.conftest import wizard_env
+from wizard.testing.cli import run_wizard
+from wizard.testing.script import call
 
 pytestmark = pytest.mark.live
 
 
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_call": {"name": name, "arguments": arguments}}
-
-
 PLAN = [
-    _call("enqueue_task", type="check", label="Check", id="check"),
-    _call("enqueue_task", type="client", label="Client", id="client", depends_on=["check"]),
+    call("enqueue_task", type="check", label="Check", id="check"),
+    call("enqueue_task", type="client", label="Client", id="client", depends_on=["check"]),
 ]
-CHECKED = _call("complete_task", status="done", summary="checked", handoff="python, mailer.py")
-WROTE = _call("write", path="posthog_email.py", content="def send(to):\n    ...\n")
-REPORTED = _call("complete_task", status="done", summary="client written")
+CHECKED = call("complete_task", status="done", summary="checked", handoff="python, mailer.py")
+WROTE = call("write", path="posthog_email.py", content="def send(to):\n    ...\n")
+REPORTED = call("complete_task", status="done", summary="client written")
 
 
 def _client_running(run: Run) -> bool:
@@ -41,12 +38,16 @@ def _client_running(run: Run) -> bool:
 
 
 def _resume(tmp_path: Path, run: Run, url: str, outcome: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wizard", "resume", "--project", str(run.project), "--ci",
-         "--outcome-json", str(outcome)],
-        capture_output=True, text=True, timeout=240,
+    return run_wizard(
+        "resume",
+        "--project",
+        str(run.project),
+        "--ci",
+        "--outcome-json",
+        str(outcome),
+        timeout=240,
         env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, TMPDIR=str(run.temp)),
-    )  # fmt: skip
+    )
 
 
 def test_an_interrupted_orchestrator_run_resumes_without_redoing_finished_tasks(

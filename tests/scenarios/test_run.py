@@ -15,6 +15,7 @@ import pytest
 
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
+from wizard.testing.cli import run_wizard
 
 pytestmark = pytest.mark.live
 
@@ -173,10 +174,13 @@ def test_ctrl_c_ends_the_run_cleanly(tmp_path: Path, gateway_process: Any) -> No
     assert pi_processes_in(project) == []
     # The interrupted run was journaled too: undo takes back the skill it installed.
     assert ".claude/skills/transactional-email/SKILL.md" in outcome["changed_files"]
-    undo = subprocess.run(
-        [sys.executable, "-m", "wizard", "undo", "--project", str(project)],
-        capture_output=True, text=True, env=wizard_env(tmp_path), timeout=60,
-    )  # fmt: skip
+    undo = run_wizard(
+        "undo",
+        "--project",
+        str(project),
+        env=wizard_env(tmp_path),
+        timeout=60,
+    )
     assert undo.returncode == 0, undo.stderr
     assert state(project) == original
 
@@ -200,12 +204,17 @@ def test_skill_command_without_abort_cases_shows_the_generic_screen(
     scenario = {"responses": [{"blocks": [read]}, {"blocks": [{"text": "[ABORT] nothing to do"}]}]}
     url, _ = gateway_process(scenario)
     project = _project(tmp_path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "wizard", "skill", "foo", "--project", str(project), "--ci",
-         "--skills-dir", str(tmp_path / "skills")],
-        capture_output=True, text=True, env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+    proc = run_wizard(
+        "skill",
+        "foo",
+        "--project",
+        str(project),
+        "--ci",
+        "--skills-dir",
+        str(tmp_path / "skills"),
+        env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
         timeout=240,
-    )  # fmt: skip
+    )
     assert proc.returncode == 3, proc.stderr[-3000:]
     outro = ci_lines(proc.stdout)[-1]["outro"]
     assert (outro["message"], outro["body"]) == ("foo aborted", "nothing to do")

@@ -4,8 +4,6 @@ second is refused before it touches anything, and so is `wizard undo` meanwhile.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ import pytest
 
 from tests.faults.test_signals import STREAMING, Run
 from tests.scenarios.conftest import wizard_env
+from wizard.testing.cli import run_wizard
 
 pytestmark = pytest.mark.live
 
@@ -25,10 +24,13 @@ def test_a_second_run_and_an_undo_are_refused_while_a_run_works(
     first.pi()  # under way: pi streams the reply
     env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, TMPDIR=str(first.temp))
     for command in (["run", "transactional-email"], ["undo"]):
-        second = subprocess.run(
-            [sys.executable, "-m", "wizard", *command, "--project", str(first.project)],
-            capture_output=True, text=True, env=env, timeout=60,
-        )  # fmt: skip
+        second = run_wizard(
+            *command,
+            "--project",
+            str(first.project),
+            env=env,
+            timeout=60,
+        )
         assert second.returncode == 2, second.stdout + second.stderr
         assert f"pid {first.process.pid}" in second.stderr
         assert "is working on" in second.stderr

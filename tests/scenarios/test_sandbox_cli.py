@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.scenarios.conftest import ci_lines, wizard_env
+from wizard.testing.cli import run_wizard
 
 pytestmark = pytest.mark.live
 
@@ -31,11 +31,18 @@ DONE = {
 def _wizard(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "wizard", "run", "transactional-email", "--project", str(project),
-         "--ci", "--outcome-json", str(tmp_path / "outcome.json"), *args],
-        capture_output=True, text=True, env=env, timeout=240,
-    )  # fmt: skip
+    return run_wizard(
+        "run",
+        "transactional-email",
+        "--project",
+        str(project),
+        "--ci",
+        "--outcome-json",
+        str(tmp_path / "outcome.json"),
+        *args,
+        env=env,
+        timeout=240,
+    )
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
@@ -88,10 +95,12 @@ def test_missing_sandbox_tools_stop_the_run_before_it_starts(tmp_path: Path) -> 
 def test_the_demo_runs_without_the_sandbox_tools_and_says_so(tmp_path: Path) -> None:
     path = _path_without(tmp_path, "bwrap", "socat", "rg")
     env = wizard_env(tmp_path, PATH=path, TMPDIR=str(tmp_path))  # the demo keeps its project
-    proc = subprocess.run(
-        [sys.executable, "-m", "wizard", "demo", "--ci"],
-        capture_output=True, text=True, env=env, timeout=240,
-    )  # fmt: skip
+    proc = run_wizard(
+        "demo",
+        "--ci",
+        env=env,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "The OS sandbox is not available here" in proc.stderr
     assert ci_lines(proc.stdout)[-1]["sandbox"] == "off"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,8 @@ import pytest
 
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, wizard_env
+from wizard.testing.cli import run_wizard
+from wizard.testing.script import call, reply
 
 pytestmark = pytest.mark.live
 
@@ -29,14 +30,7 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _wizard(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wizard", *args],
-        capture_output=True, text=True, env=wizard_env(tmp_path, **env), timeout=240,
-    )  # fmt: skip
-
-
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"blocks": [{"tool_call": {"name": name, "arguments": arguments}}]}
+    return run_wizard(*args, env=wizard_env(tmp_path, **env))
 
 
 def test_a_real_run_is_journaled_and_undone_byte_for_byte(
@@ -45,10 +39,10 @@ def test_a_real_run_is_journaled_and_undone_byte_for_byte(
     edit = {"path": "src/mailer.py", "edits": [{"oldText": "print(text)", "newText": "api(text)"}]}
     scenario = {
         "responses": [
-            _call("read", path=SKILL),
-            _call("write", path="src/posthog_email.py", content="def api(text):\n    ...\n"),
-            _call("edit", **edit),
-            _call("write", path="notes/deep/report.md", content="# Report\n"),
+            reply(call("read", path=SKILL)),
+            reply(call("write", path="src/posthog_email.py", content="def api(text):\n    ...\n")),
+            reply(call("edit", **edit)),
+            reply(call("write", path="notes/deep/report.md", content="# Report\n")),
             {"blocks": [{"text": "Done."}]},
             {"blocks": [{"text": "[WIZARD-REMARK] -"}]},
         ]
@@ -82,7 +76,7 @@ def test_undo_after_an_abort_removes_the_installed_skill(
 ) -> None:
     scenario = {
         "responses": [
-            _call("read", path=SKILL),
+            reply(call("read", path=SKILL)),
             {"blocks": [{"text": "[ABORT] the api is not enabled for this project"}]},
         ]
     }
@@ -101,7 +95,7 @@ def test_undo_after_an_abort_removes_the_installed_skill(
 def test_undo_refuses_after_a_user_edit(tmp_path: Path, gateway_process: Any) -> None:
     scenario = {
         "responses": [
-            _call("write", path="app.py", content="from mailer import send\nsend('hello')\n"),
+            reply(call("write", path="app.py", content="from mailer import send\nsend('hello')\n")),
             {"blocks": [{"text": "Done."}]},
             {"blocks": [{"text": "[WIZARD-REMARK] -"}]},
         ]

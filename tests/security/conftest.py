@@ -21,11 +21,11 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from wizard.testing.gateway import ScriptedGateway
+from wizard.testing.script import reply
 
 CANARY_FILES = {
     ".ssh/id_rsa": "ssh",
@@ -127,14 +127,4 @@ def _project(project: Path, w: World) -> None:
     (project / ".git" / "modules" / "sub" / "config").write_text("[core]\n")
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    """A tool call block of a scripted response."""
-    return {"tool_call": {"name": name, "arguments": arguments}}
-
-
-def turn(*blocks: dict[str, Any]) -> dict[str, Any]:
-    """One scripted model response."""
-    return {"blocks": list(blocks)}
-
-
-DONE = [turn({"text": "Done."}), turn({"text": "[WIZARD-REMARK] -"})]
+DONE = [reply({"text": "Done."}), reply({"text": "[WIZARD-REMARK] -"})]

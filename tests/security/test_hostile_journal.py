@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.scenarios.conftest import gateway_process, wizard_env
-from tests.security.conftest import DONE, World, call, turn
+from tests.security.conftest import DONE, World
+from wizard.testing.cli import run_wizard
+from wizard.testing.script import call, reply
 
 pytestmark = pytest.mark.live
 
@@ -46,10 +47,7 @@ for path in ("newrepo/.git/config", "vendor/lib/.git/config", ".git/modules/sub/
 
 
 def _wizard(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "wizard", *args],
-        capture_output=True, text=True, env=wizard_env(tmp_path, **env), timeout=240,
-    )  # fmt: skip
+    return run_wizard(*args, env=wizard_env(tmp_path, **env))
 
 
 def test_no_config_the_agent_planted_runs_at_the_end_of_the_run_or_at_undo(
@@ -59,10 +57,10 @@ def test_no_config_the_agent_planted_runs_at_the_end_of_the_run_or_at_undo(
     hook = f"#!/bin/sh\nenv > {marker}\n"
     scenario = {
         "responses": [
-            turn(call("write", path="hook.sh", content=hook)),
-            turn(call("write", path="plant.py", content=PLANT)),
-            turn(call("bash", command="python3 plant.py")),
-            turn(call("write", path="newrepo/app.py", content="x = 1\n")),
+            reply(call("write", path="hook.sh", content=hook)),
+            reply(call("write", path="plant.py", content=PLANT)),
+            reply(call("bash", command="python3 plant.py")),
+            reply(call("write", path="newrepo/app.py", content="x = 1\n")),
             *DONE,
         ]
     }

@@ -10,7 +10,8 @@ event, as pi does. A prompt past the end of the script fails the test, and
 `assert_complete()` fails when scripted turns were left unplayed.
 
 A turn is a list of messages; a message is `{"blocks": [...]}` with blocks shaped like the
-scripted gateway's (`{"text"}`, `{"thinking"}`, `{"tool_call": {"name", "arguments"}}`),
+scripted gateway's (`{"text"}`, `{"thinking"}`, `{"tool_call": {"name", "arguments"}}`; the
+builders in `wizard.testing.script`),
 plus optional `"stop_reason"`/`"error"`, and `"raise": "message"` to make `prompt()` fail the
 way a broken engine does once that message has ended, and `"hang": true` to make the
 message wait, before streaming, until the turn is aborted (a model that never answers). A
@@ -32,21 +33,6 @@ from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
 from wizard.tools.base import ToolResult
 
 Turn = list[dict[str, Any]] | dict[str, Any]
-
-
-def text(value: str) -> dict[str, Any]:
-    """A text block of a scripted message."""
-    return {"text": value}
-
-
-def tool(name: str, **arguments: Any) -> dict[str, Any]:
-    """A tool-call block of a scripted message."""
-    return {"tool_call": {"name": name, "arguments": arguments}}
-
-
-def msg(*blocks: dict[str, Any], **options: Any) -> dict[str, Any]:
-    """A scripted assistant message (`options`: `stop_reason`, `error`, `raise`, `hang`)."""
-    return {"blocks": list(blocks), **options}
 
 
 class FakePiSession:

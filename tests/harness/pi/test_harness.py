@@ -17,14 +17,15 @@ from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.state import CONTINUE_INSTRUCTION, MAX_CONTINUE_NUDGES
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
-from wizard.testing.fake_session import FakePiSession, Turn, msg, text, tool
+from wizard.testing.fake_session import FakePiSession, Turn
+from wizard.testing.script import call, reply, text
 
 PROMPT = "Set up the program. Read the skill."
 
 
-WORK = msg(text("[STATUS] Editing"), tool("write", path="a.txt", content="x"))
-DONE = msg(text("All done."))
-REMARK = [msg(text("[WIZARD-REMARK] more docs please"))]
+WORK = reply(text("[STATUS] Editing"), call("write", path="a.txt", content="x"))
+DONE = reply(text("All done."))
+REMARK = [reply(text("[WIZARD-REMARK] more docs please"))]
 
 
 class Harnessed:
@@ -55,7 +56,7 @@ class Harnessed:
 
 async def test_11_marker_in_the_second_text_block_ends_the_run(tmp_path: Path) -> None:
     h = Harnessed(
-        tmp_path, [[msg(text("Looking."), text("[ABORT] Could not find a Stripe integration"))]]
+        tmp_path, [[reply(text("Looking."), text("[ABORT] Could not find a Stripe integration"))]]
     )
     result = await h.run()
     assert result == AgentResult(
@@ -66,7 +67,7 @@ async def test_11_marker_in_the_second_text_block_ends_the_run(tmp_path: Path) -
 
 async def test_11_marker_in_the_first_text_block(tmp_path: Path) -> None:
     h = Harnessed(
-        tmp_path, [[msg(text("[ABORT] Could not find a Stripe integration\n"), text("more"))]]
+        tmp_path, [[reply(text("[ABORT] Could not find a Stripe integration\n"), text("more"))]]
     )
     result = await h.run()
     assert result.error is AgentErrorType.ABORT
@@ -77,9 +78,9 @@ async def test_11_marker_in_the_first_text_block(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "turn",
     [
-        [msg({"thinking": "[ABORT] just thinking"}, WORK["blocks"][1]), DONE],
-        [msg(tool("write", path="x.md", content="[ABORT] in tool arguments")), DONE],
-        [msg(tool("TaskCreate", content="[ABORT] echoed by the tool result")), DONE],
+        [reply({"thinking": "[ABORT] just thinking"}, WORK["blocks"][1]), DONE],
+        [reply(call("write", path="x.md", content="[ABORT] in tool arguments")), DONE],
+        [reply(call("TaskCreate", content="[ABORT] echoed by the tool result")), DONE],
     ],
     ids=["thinking", "tool-arguments", "tool-result"],
 )
@@ -87,7 +88,7 @@ async def test_12_markers_outside_assistant_text_are_never_read(tmp_path: Path, 
     turns = [
         turn,
         *(
-            [[msg(tool("TaskUpdate", taskId="task-1", status="completed")), DONE]]
+            [[reply(call("TaskUpdate", taskId="task-1", status="completed")), DONE]]
             if "TaskCreate" in str(turn)
             else []
         ),
@@ -110,13 +111,13 @@ async def test_12_a_prompt_holding_a_marker_does_not_stop_the_run(tmp_path: Path
 @pytest.mark.parametrize("stream_text", [True, False], ids=["streamed", "message-end-only"])
 async def test_13_blocks_are_not_joined(tmp_path: Path, stream_text: bool) -> None:
     h = Harnessed(
-        tmp_path, [[msg(text("x [ABORT] reason"), text("more"))]], stream_text=stream_text
+        tmp_path, [[reply(text("x [ABORT] reason"), text("more"))]], stream_text=stream_text
     )
     assert (await h.run()).message == "reason"
 
 
 async def test_11_message_end_alone_ends_the_run_on_its_second_block(tmp_path: Path) -> None:
-    turns: list[Turn] = [[msg(text("Looking."), text("[ABORT] found at message_end"))]]
+    turns: list[Turn] = [[reply(text("Looking."), text("[ABORT] found at message_end"))]]
     h = Harnessed(tmp_path, turns, stream_text=False)
     result = await h.run()
     assert (result.error, result.message) == (AgentErrorType.ABORT, "found at message_end")
@@ -124,14 +125,14 @@ async def test_11_message_end_alone_ends_the_run_on_its_second_block(tmp_path: P
 
 
 async def test_14_the_first_marker_wins_over_later_ones(tmp_path: Path) -> None:
-    turn = [msg(text("[ABORT] first reason\n[posthog:abort] later"), text("[ABORT] second"))]
+    turn = [reply(text("[ABORT] first reason\n[posthog:abort] later"), text("[ABORT] second"))]
     h = Harnessed(tmp_path, [turn])
     result = await h.run()
     assert (result.message, result.abort_source) == ("first reason", "skill")
 
 
 async def test_15_within_one_block_the_earlier_position_wins(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("[posthog:abort] policy\n[ABORT] skill"))]])
+    h = Harnessed(tmp_path, [[reply(text("[posthog:abort] policy\n[ABORT] skill"))]])
     result = await h.run()
     assert (result.message, result.abort_source) == ("policy", "gateway_policy")
 
@@ -142,8 +143,8 @@ async def test_16_latching_aborts_the_turn_in_flight(tmp_path: Path) -> None:
         tmp_path,
         [
             [
-                msg(
-                    text("Looking... [ABORT] stop here\n" + tail), tool("bash", command="rm -rf x")
+                reply(
+                    text("Looking... [ABORT] stop here\n" + tail), call("bash", command="rm -rf x")
                 ),
                 DONE,
             ]
@@ -158,12 +159,12 @@ async def test_16_latching_aborts_the_turn_in_flight(tmp_path: Path) -> None:
 
 
 async def test_16_a_marker_split_across_deltas_is_found(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("ok [AB" + "ORT] split reason\nafter"))]], chunk_chars=1)
+    h = Harnessed(tmp_path, [[reply(text("ok [AB" + "ORT] split reason\nafter"))]], chunk_chars=1)
     assert (await h.run()).message == "split reason"
 
 
 async def test_17_no_nudge_after_a_marker_even_with_open_tasks(tmp_path: Path) -> None:
-    turn = [msg(tool("TaskCreate", content="wire stripe")), msg(text("[ABORT] no stripe"))]
+    turn = [reply(call("TaskCreate", content="wire stripe")), reply(text("[ABORT] no stripe"))]
     h = Harnessed(tmp_path, [turn])
     result = await h.run()
     assert result.error is AgentErrorType.ABORT
@@ -171,9 +172,11 @@ async def test_17_no_nudge_after_a_marker_even_with_open_tasks(tmp_path: Path) -
 
 
 async def test_18_a_marker_in_the_third_nudge_stops_the_nudges(tmp_path: Path) -> None:
-    open_task = [msg(tool("TaskCreate", content="t")), msg(text("pausing"))]
-    idle = [msg(text("still working"))]
-    h = Harnessed(tmp_path, [open_task, idle, idle, [msg(text("[ABORT] gave up on nudge three"))]])
+    open_task = [reply(call("TaskCreate", content="t")), reply(text("pausing"))]
+    idle = [reply(text("still working"))]
+    h = Harnessed(
+        tmp_path, [open_task, idle, idle, [reply(text("[ABORT] gave up on nudge three"))]]
+    )
     result = await h.run()
     assert result.message == "gave up on nudge three"
     assert h.fake.prompts == [
@@ -185,15 +188,15 @@ async def test_18_a_marker_in_the_third_nudge_stops_the_nudges(tmp_path: Path) -
 
 
 async def test_19_no_remark_after_a_latched_abort(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("[WIZARD-REMARK] early remark\n[ABORT] nope"))]])
+    h = Harnessed(tmp_path, [[reply(text("[WIZARD-REMARK] early remark\n[ABORT] nope"))]])
     await h.run()
     assert REMARK_INSTRUCTION not in h.fake.prompts
     assert "wizard remark" not in h.names()
 
 
-@pytest.mark.parametrize("reply", ["[ABORT] x", "[posthog:abort] refused"])
-async def test_20_the_remark_reply_never_ends_a_run(tmp_path: Path, reply: str) -> None:
-    h = Harnessed(tmp_path, [[WORK, DONE], [msg(text(reply))]])
+@pytest.mark.parametrize("answer", ["[ABORT] x", "[posthog:abort] refused"])
+async def test_20_the_remark_reply_never_ends_a_run(tmp_path: Path, answer: str) -> None:
+    h = Harnessed(tmp_path, [[WORK, DONE], [reply(text(answer))]])
     result = await h.run()
     assert result.ok
     assert h.fake.prompts[-1] == REMARK_INSTRUCTION
@@ -202,7 +205,7 @@ async def test_20_the_remark_reply_never_ends_a_run(tmp_path: Path, reply: str) 
 
 
 @pytest.mark.parametrize(
-    ("reply", "expected"),
+    ("answer", "expected"),
     [
         ("[ERROR-MCP-MISSING] in the remark", None),
         ("[ERROR-RESOURCE-MISSING] in the remark", None),
@@ -210,24 +213,24 @@ async def test_20_the_remark_reply_never_ends_a_run(tmp_path: Path, reply: str) 
     ],
 )
 async def test_20_the_remark_reply_never_reclassifies_a_run(
-    tmp_path: Path, reply: str, expected: AgentErrorType | None
+    tmp_path: Path, answer: str, expected: AgentErrorType | None
 ) -> None:
-    h = Harnessed(tmp_path, [[WORK, DONE], [msg(text(f"[WIZARD-REMARK] ok\n{reply}"))]])
+    h = Harnessed(tmp_path, [[WORK, DONE], [reply(text(f"[WIZARD-REMARK] ok\n{answer}"))]])
     result = await h.run()
     assert result == AgentResult(expected)
     assert h.names() == ["wizard remark", "agent completed"]
 
 
 async def test_20_a_tool_call_in_the_remark_reply_is_no_progress(tmp_path: Path) -> None:
-    remark_with_tool = [msg(tool("read", path="README.md")), msg(text("[WIZARD-REMARK] -"))]
-    h = Harnessed(tmp_path, [[msg(text("I looked and did nothing."))], remark_with_tool])
+    remark_with_tool = [reply(call("read", path="README.md")), reply(text("[WIZARD-REMARK] -"))]
+    h = Harnessed(tmp_path, [[reply(text("I looked and did nothing."))], remark_with_tool])
     result = await h.run()
     assert result.error is AgentErrorType.NO_PROGRESS
     assert "agent no progress" in h.names()
 
 
 async def test_21_gateway_refusal_returns_its_source(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("[posthog:abort] This request violates policy."))]])
+    h = Harnessed(tmp_path, [[reply(text("[posthog:abort] This request violates policy."))]])
     result = await h.run()
     assert result == AgentResult(
         AgentErrorType.ABORT, "This request violates policy.", "gateway_policy"
@@ -235,19 +238,19 @@ async def test_21_gateway_refusal_returns_its_source(tmp_path: Path) -> None:
 
 
 async def test_21_bare_marker_is_not_an_abort(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[WORK, msg(text("[ABORT]"))], REMARK])
+    h = Harnessed(tmp_path, [[WORK, reply(text("[ABORT]"))], REMARK])
     assert (await h.run()).ok
 
 
 async def test_22_abort_outranks_no_progress(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("[ABORT] nothing to do"))]])
+    h = Harnessed(tmp_path, [[reply(text("[ABORT] nothing to do"))]])
     result = await h.run()
     assert result.error is AgentErrorType.ABORT
     assert "agent no progress" not in h.names() and "agent incomplete tasks" not in h.names()
 
 
 async def test_22_abort_outranks_incomplete_tasks(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(tool("TaskCreate", content="t")), msg(text("[ABORT] stop"))]])
+    h = Harnessed(tmp_path, [[reply(call("TaskCreate", content="t")), reply(text("[ABORT] stop"))]])
     assert (await h.run()).error is AgentErrorType.ABORT
     assert "agent incomplete tasks" not in h.names()
 
@@ -257,9 +260,9 @@ async def test_23_a_critical_fence_violation_outranks_a_marker(tmp_path: Path) -
         tmp_path,
         [
             [
-                msg(
-                    tool("write", path="../outside.txt", content="x"),
-                    tool("bash", command="ls"),
+                reply(
+                    call("write", path="../outside.txt", content="x"),
+                    call("bash", command="ls"),
                     text("[ABORT] x"),
                 )
             ]
@@ -284,9 +287,9 @@ async def test_23_a_critical_fence_violation_outranks_a_marker(tmp_path: Path) -
 
 
 async def test_24_agent_aborted_tags_only_gateway_refusals(tmp_path: Path) -> None:
-    skill = Harnessed(tmp_path, [[msg(text("[ABORT] a"))]])
+    skill = Harnessed(tmp_path, [[reply(text("[ABORT] a"))]])
     await skill.run()
-    gateway = Harnessed(tmp_path, [[msg(text("[posthog:abort] b"))]])
+    gateway = Harnessed(tmp_path, [[reply(text("[posthog:abort] b"))]])
     await gateway.run()
     (skill_event,) = skill.recorder.analytics("agent aborted")
     (gateway_event,) = gateway.recorder.analytics("agent aborted")
@@ -296,13 +299,13 @@ async def test_24_agent_aborted_tags_only_gateway_refusals(tmp_path: Path) -> No
 
 
 async def test_25_no_completed_event_on_abort(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[WORK, msg(text("[SKILL-INSTALL-FAILED] menu down\n[ABORT] stop"))]])
+    h = Harnessed(tmp_path, [[WORK, reply(text("[SKILL-INSTALL-FAILED] menu down\n[ABORT] stop"))]])
     await h.run()
     assert h.names() == ["agent aborted"]
 
 
 async def test_26_spinner_stops_with_wizard_aborted(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("[ABORT] stop"))]])
+    h = Harnessed(tmp_path, [[reply(text("[ABORT] stop"))]])
     await h.run()
     assert h.recorder.spinner_stops() == ["Wizard aborted"]
     assert isinstance(h.recorder.events[0], SpinnerStarted)
@@ -311,7 +314,7 @@ async def test_26_spinner_stops_with_wizard_aborted(tmp_path: Path) -> None:
 async def test_27_status_and_urls_of_the_aborting_turn_still_apply(tmp_path: Path) -> None:
     h = Harnessed(
         tmp_path,
-        [[msg(text("[STATUS] Checking Stripe\n[DASHBOARD_URL] https://d/1\n[ABORT] no stripe"))]],
+        [[reply(text("[STATUS] Checking Stripe\n[DASHBOARD_URL] https://d/1\n[ABORT] no stripe"))]],
     )
     result = await h.run()
     assert SpinnerMessage("Checking Stripe") in h.recorder.events
@@ -320,7 +323,7 @@ async def test_27_status_and_urls_of_the_aborting_turn_still_apply(tmp_path: Pat
 
 async def test_28_text_tool_call_text_marker(tmp_path: Path) -> None:
     h = Harnessed(
-        tmp_path, [[msg(text("Let me check."), tool("bash", command="ls"), text("[ABORT] x"))]]
+        tmp_path, [[reply(text("Let me check."), call("bash", command="ls"), text("[ABORT] x"))]]
     )
     result = await h.run()
     assert (result.error, result.message) == (AgentErrorType.ABORT, "x")
@@ -336,14 +339,14 @@ async def test_28_text_tool_call_text_marker(tmp_path: Path) -> None:
 async def test_29_model_errors_before_a_marker(
     tmp_path: Path, failure: str, expected: AgentErrorType
 ) -> None:
-    h = Harnessed(tmp_path, [[msg(text("partial"), error=failure)]])
+    h = Harnessed(tmp_path, [[reply(text("partial"), error=failure)]])
     result = await h.run()
     assert (result.error, result.message) == (expected, failure)
     assert h.recorder.spinner_stops() == ["Program failed"]
 
 
 async def test_a_connection_error_names_the_gateway_url_and_the_fix(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(error="Connection error.")]])
+    h = Harnessed(tmp_path, [[reply(error="Connection error.")]])
     result = await h.run()
     assert result.error is AgentErrorType.API_ERROR
     message = result.message or ""
@@ -361,13 +364,13 @@ async def test_29_engine_failure_before_a_marker_is_never_an_abort(tmp_path: Pat
 
 
 async def test_29_a_model_error_after_a_latch_is_still_the_abort(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("[ABORT] real reason"), error="terminated")]])
+    h = Harnessed(tmp_path, [[reply(text("[ABORT] real reason"), error="terminated")]])
     result = await h.run()
     assert (result.error, result.message) == (AgentErrorType.ABORT, "real reason")
 
 
 async def test_29_an_engine_exception_after_a_latch_is_still_the_abort(tmp_path: Path) -> None:
-    turn = [{**msg(text("[ABORT] real reason\n")), "raise": "pi exited unexpectedly"}]
+    turn = [{**reply(text("[ABORT] real reason\n")), "raise": "pi exited unexpectedly"}]
     h = Harnessed(tmp_path, [turn])
     result = await h.run()
     assert (result.error, result.message) == (AgentErrorType.ABORT, "real reason")
@@ -375,7 +378,7 @@ async def test_29_an_engine_exception_after_a_latch_is_still_the_abort(tmp_path:
 
 
 async def test_a_custom_refusal_marker_through_the_harness(tmp_path: Path) -> None:
-    custom = Harnessed(tmp_path, [[msg(text("[acme:refuse] not allowed here"))]])
+    custom = Harnessed(tmp_path, [[reply(text("[acme:refuse] not allowed here"))]])
     custom.inputs = replace(
         custom.inputs,
         gateway=GatewaySettings(url="http://127.0.0.1:9", refusal_marker="[acme:refuse]"),
@@ -386,7 +389,7 @@ async def test_a_custom_refusal_marker_through_the_harness(tmp_path: Path) -> No
         "not allowed here",
         "gateway_policy",
     )
-    default = Harnessed(tmp_path, [[WORK, msg(text("[posthog:abort] not ours"))], REMARK])
+    default = Harnessed(tmp_path, [[WORK, reply(text("[posthog:abort] not ours"))], REMARK])
     default.inputs = replace(
         default.inputs,
         gateway=GatewaySettings(url="http://127.0.0.1:9", refusal_marker="[acme:refuse]"),
@@ -395,7 +398,7 @@ async def test_a_custom_refusal_marker_through_the_harness(tmp_path: Path) -> No
 
 
 async def test_30_success_without_markers(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[WORK, msg(text("[DASHBOARD_URL] https://app/d/7"))], REMARK])
+    h = Harnessed(tmp_path, [[WORK, reply(text("[DASHBOARD_URL] https://app/d/7"))], REMARK])
     result = await h.run()
     assert result == AgentResult(dashboard_url="https://app/d/7")
     assert h.fake.prompts == [PROMPT, REMARK_INSTRUCTION]
@@ -407,8 +410,8 @@ async def test_30_success_without_markers(tmp_path: Path) -> None:
 
 
 async def test_30_open_tasks_get_nudges_then_incomplete(tmp_path: Path) -> None:
-    idle = [msg(text("thinking about it"))]
-    turns: list[Turn] = [[msg(tool("TaskCreate", content="t")), msg(text("pause"))]]
+    idle = [reply(text("thinking about it"))]
+    turns: list[Turn] = [[reply(call("TaskCreate", content="t")), reply(text("pause"))]]
     turns += [idle] * 20 + [REMARK]
     h = Harnessed(tmp_path, turns)
     result = await h.run()
@@ -420,8 +423,8 @@ async def test_30_open_tasks_get_nudges_then_incomplete(tmp_path: Path) -> None:
 
 async def test_30_nudges_stop_once_tasks_are_completed(tmp_path: Path) -> None:
     turns: list[Turn] = [
-        [msg(tool("TaskCreate", content="t")), msg(text("pause"))],
-        [msg(tool("TaskUpdate", taskId="task-1", status="completed")), DONE],
+        [reply(call("TaskCreate", content="t")), reply(text("pause"))],
+        [reply(call("TaskUpdate", taskId="task-1", status="completed")), DONE],
         REMARK,
     ]
     h = Harnessed(tmp_path, turns)
@@ -430,7 +433,7 @@ async def test_30_nudges_stop_once_tasks_are_completed(tmp_path: Path) -> None:
 
 
 async def test_30_no_tool_call_is_no_progress(tmp_path: Path) -> None:
-    h = Harnessed(tmp_path, [[msg(text("I looked and did nothing."))], REMARK])
+    h = Harnessed(tmp_path, [[reply(text("I looked and did nothing."))], REMARK])
     result = await h.run()
     assert result.error is AgentErrorType.NO_PROGRESS
     assert h.recorder.spinner_stops() == ["Agent made no changes"]
@@ -445,7 +448,7 @@ async def test_30_no_tool_call_is_no_progress(tmp_path: Path) -> None:
     ],
 )
 async def test_missing_resource_markers(tmp_path: Path, marker: str, error: AgentErrorType) -> None:
-    h = Harnessed(tmp_path, [[WORK, msg(text(f"{marker} cannot reach it"))], REMARK])
+    h = Harnessed(tmp_path, [[WORK, reply(text(f"{marker} cannot reach it"))], REMARK])
     result = await h.run()
     assert result.error is error
     assert "agent completed" not in h.names()
@@ -453,7 +456,7 @@ async def test_missing_resource_markers(tmp_path: Path, marker: str, error: Agen
 
 async def test_no_tool_runs_once_a_marker_is_latched(tmp_path: Path) -> None:
     # The marker streams before the message's tool calls run: they are refused, not run.
-    h = Harnessed(tmp_path, [[msg(text("[ABORT] stop now"), tool("TaskCreate", content="t"))]])
+    h = Harnessed(tmp_path, [[reply(text("[ABORT] stop now"), call("TaskCreate", content="t"))]])
     result = await h.run()
     assert result.error is AgentErrorType.ABORT
     (end,) = [e for e in h.fake.events if e["type"] == "tool_end"]
