@@ -84,13 +84,21 @@ async def test_success_with_a_bash_call(tmp_path: Path) -> None:
     assert [e.name for e in recorder.analytics()] == ["wizard remark", "agent completed"]
 
 
-async def test_an_abort_with_cases_interrupts_after_one_request(tmp_path: Path) -> None:
-    reply = {
-        "blocks": [{"text": "No Stripe calls here.\n[ABORT] could not find a stripe integration\n"},
-                   {"text": "tail of a reply that keeps coming " * 200}],
-        "chunk_chars": 16,
-        "delay_ms": 10,
-    }  # fmt: skip
+STOP_LINE = "[ABORT] could not find a stripe integration\n"
+STOPS = {
+    # the marker ends its block; another block keeps coming
+    "at-a-block-end": [
+        {"text": "No Stripe calls here.\n" + STOP_LINE},
+        {"text": "tail of a reply that keeps coming " * 200},
+    ],
+    # the marker in the middle of one long block: seen while the block streams
+    "mid-block": [{"text": "Checking the project.\n" * 40 + STOP_LINE + "Still going.\n" * 800}],
+}
+
+
+@pytest.mark.parametrize("where", list(STOPS))
+async def test_an_abort_with_cases_interrupts_after_one_request(tmp_path: Path, where: str) -> None:
+    reply = {"blocks": STOPS[where], "chunk_chars": 16, "delay_ms": 5}
     scenario = {"responses": [reply, said("must never be requested")]}
     result, gateway, _ = await run_anthropic(tmp_path, scenario)
     assert (result.error, result.message) == (
@@ -189,23 +197,6 @@ async def test_a_declared_stop_in_an_anthropic_task_aborts_the_run(tmp_path: Pat
     assert [(t["status"], t["error"]) for t in outcome.tasks] == [("failed", "aborted")]
     task_requests = [r for r in gateway.requests if "# Task tag:" in json.dumps(r.body)]
     assert len(task_requests) == 1  # not retried, nothing asked after the marker
-
-
-async def test_a_marker_mid_block_cuts_the_stream_before_the_block_ends(tmp_path: Path) -> None:
-    line = "[ABORT] could not find a stripe integration\n"
-    reply = {
-        "blocks": [{"text": "Checking the project.\n" * 40 + line + "Still going.\n" * 800}],
-        "chunk_chars": 16,
-        "delay_ms": 5,
-    }
-    scenario = {"responses": [reply, said("must never be requested")]}
-    result, gateway, _ = await run_anthropic(tmp_path, scenario)
-    assert (result.error, result.message) == (
-        AgentErrorType.ABORT,
-        "could not find a stripe integration",
-    )
-    assert len(gateway.requests) == 1
-    assert gateway.requests[0].client_disconnected  # cut mid-block, not at its end
 
 
 async def test_a_reset_inside_a_write_leaves_the_file_and_asks_nothing_more(

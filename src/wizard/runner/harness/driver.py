@@ -99,9 +99,20 @@ async def drive(
                 session.subscribe(watchdog)
                 return await _Conversation(session, run, detection, proxy, watchdog).run()
             finally:
-                await session.close()
+                await _close(session)
     except EngineError as exc:
         return endings.interrupted(run) or endings.engine_failed(run, str(exc))
+
+
+async def _close(session: AgentSession) -> None:
+    """Close the session, leaving no process behind. A cancellation that arrives meanwhile
+    (the orchestrator stopping a task that was already closing) waits for the teardown."""
+    teardown = asyncio.ensure_future(session.close())
+    try:
+        await asyncio.shield(teardown)
+    except asyncio.CancelledError:
+        await teardown
+        raise
 
 
 def _proxy(inputs: RunInputs) -> GatewayProxy:

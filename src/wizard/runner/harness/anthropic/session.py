@@ -85,16 +85,7 @@ class ClaudeSession:
 
     async def close(self) -> None:
         """Interrupt a turn still open (a bare disconnect lets the CLI finish it and run its
-        pending tools), disconnect, and remove the session's folder. A cancellation that
-        arrives meanwhile waits for the teardown."""
-        teardown = asyncio.ensure_future(self._close())
-        try:
-            await asyncio.shield(teardown)
-        except asyncio.CancelledError:
-            await teardown
-            raise
-
-    async def _close(self) -> None:
+        pending tools), disconnect, and remove the session's folder."""
         client, self._client = self._client, None
         if client is not None:
             if self._in_turn and not self._interrupting:
@@ -116,13 +107,11 @@ class ClaudeSession:
     async def prompt(self, text: str) -> PromptResult:
         """Send a prompt; return when the CLI's turn has ended (its result message)."""
         self._in_turn, self._interrupting, self._error = True, False, None
-        try:
-            with self._sdk_errors():
-                await self._client.query(text)
-                async for message in self._client.receive_response():
-                    self._on_message(message)
-        finally:
-            self._in_turn = False
+        with self._sdk_errors():
+            await self._client.query(text)
+            async for message in self._client.receive_response():
+                self._on_message(message)
+        self._in_turn = False  # a turn cancelled or broken stays open, for close() to stop
         if self._interrupting:
             result = PromptResult("aborted", "Request was aborted.")
         elif self._error is not None:

@@ -191,19 +191,7 @@ class PiSession:
         return agent_dir
 
     async def close(self) -> None:
-        """Abort any run, stop pi, and leave no process behind.
-
-        A cancellation that arrives meanwhile (the orchestrator stopping a task that was
-        already closing) waits for the teardown to finish before it goes on.
-        """
-        teardown = asyncio.ensure_future(self._close())
-        try:
-            await asyncio.shield(teardown)
-        except asyncio.CancelledError:
-            await teardown
-            raise
-
-    async def _close(self) -> None:
+        """Abort any run, stop pi, and leave no process behind."""
         process = self._process
         if process is not None and process.returncode is None:
             stopped = is_stopped(self.pid)  # a stopped pi answers nothing and ignores SIGTERM
