@@ -299,3 +299,32 @@ def test_doctor_reports_each_check_and_fails_on_a_missing_gateway(
     result = runner.invoke(app, ["doctor"])
     assert "http://127.0.0.1:9 (anthropic-messages, no key)" in result.output
     assert result.exit_code == (0 if "FAIL" not in result.output else 1)
+
+
+def test_doctor_names_the_node_version_probes_the_gateway_and_does_not_fail_a_first_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import shutil
+    import socket
+
+    from wizard.doctor import run_checks
+
+    if shutil.which("node") is None:
+        pytest.skip("needs Node.js")
+    monkeypatch.setenv("WIZARD_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("WIZARD_ENGINES_DIR", str(tmp_path / "engines"))  # pi not installed yet
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nothing = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    checks = {c.name: c for c in run_checks({**os.environ, "WIZARD_GATEWAY_URL": nothing})}
+    assert checks["Node.js"].ok and re.match(r"v\d+\.\d+\.\d+ \(", checks["Node.js"].detail)
+    assert checks["pi engine"].ok is None  # informational: the first run installs it
+    assert checks["pi engine"].detail.startswith("not installed yet: the first run installs")
+    gateway = checks["gateway"]
+    assert gateway.ok is False and gateway.detail.endswith("could not connect (connection refused)")
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        url = f"http://127.0.0.1:{listening.getsockname()[1]}"
+        checks = {c.name: c for c in run_checks({**os.environ, "WIZARD_GATEWAY_URL": url})}
+    assert checks["gateway"].ok is True, checks["gateway"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import socket
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,9 +31,10 @@ class Check:
 
 def _node() -> Check:
     try:
-        return Check("Node.js", True, str(engine.find_node()))
+        path, version = engine.node_runtime()
     except WizardError as exc:
         return Check("Node.js", False, exc.message, exc.hint or "")
+    return Check("Node.js", True, f"{version} ({path}); pi needs ≥ {engine.MIN_NODE_TEXT}")
 
 
 def _pi() -> Check:
@@ -41,7 +44,12 @@ def _pi() -> Check:
             f"{engine.PI_VERSION} with the sandbox runtime {engine.SANDBOX_VERSION}, in {prefix}"
         )
         return Check("pi engine", True, detail)
-    return Check("pi engine", False, "not installed", "wizard engines install pi")
+    return Check(
+        "pi engine",
+        None,  # not a failure: the first run installs it
+        f"not installed yet: the first run installs {engine.PI_VERSION} (about a minute)",
+        "or now: wizard engines install pi",
+    )
 
 
 def _sandbox(environ: Mapping[str, str]) -> Check:
@@ -69,7 +77,26 @@ def _gateway(environ: Mapping[str, str]) -> Check:
     except WizardError as exc:
         return Check("gateway", False, exc.message, exc.hint or "")
     key = "a key is set" if gateway.key else "no key"
-    return Check("gateway", True, f"{gateway.url} ({gateway.api}, {key})")
+    detail = f"{gateway.url} ({gateway.api}, {key})"
+    if (unreachable := _unreachable(gateway.url)) is not None:
+        fix = "check WIZARD_GATEWAY_URL and that the gateway is up; `wizard demo` runs offline"
+        return Check("gateway", False, f"{detail}: could not connect ({unreachable})", fix)
+    return Check("gateway", True, detail)
+
+
+def _unreachable(url: str) -> str | None:
+    """Why nothing answers at the gateway's host and port, or None if something does."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=3).close()
+    except ConnectionRefusedError:
+        return "connection refused"
+    except TimeoutError:
+        return "timed out"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def run_checks(environ: Mapping[str, str]) -> list[Check]:

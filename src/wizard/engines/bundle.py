@@ -31,9 +31,10 @@ PI_VERSION = "0.73.1"
 SANDBOX_PACKAGE = "@anthropic-ai/sandbox-runtime"
 SANDBOX_VERSION = "0.0.83"
 MIN_NODE = (20, 6, 0)
+MIN_NODE_TEXT = "20.6"
 _NODE_HINT = (
-    "Install Node.js ≥ 20.6 with npm (https://nodejs.org, or your system's packages, e.g. "
-    "`apt-get install nodejs npm`), then run `wizard engines install pi`."
+    f"Install Node.js ≥ {MIN_NODE_TEXT} with npm (https://nodejs.org, or your system's "
+    "packages, e.g. `apt-get install nodejs npm`), then run `wizard engines install pi`."
 )
 
 
@@ -70,8 +71,9 @@ def pi_prefix() -> Path:
     return engines_dir() / f"pi-{PI_VERSION}+srt-{SANDBOX_VERSION}"
 
 
-def find_node() -> Path:
-    """The `node` binary, checked to be ≥ 20.6; an `EngineError` naming the fix otherwise."""
+def node_runtime() -> tuple[Path, str]:
+    """The `node` binary and its version, checked to be ≥ 20.6; an `EngineError` naming the
+    fix otherwise."""
     found = shutil.which("node")
     if found is None:
         raise EngineError("Node.js was not found on PATH; the pi engine needs it.", _NODE_HINT)
@@ -85,7 +87,12 @@ def find_node() -> Path:
     version = tuple(int(part) for part in match.groups())
     if version < MIN_NODE:
         raise EngineError(f"Node.js {out.stdout.strip()} is too old for pi.", _NODE_HINT)
-    return Path(found)
+    return Path(found), out.stdout.strip()
+
+
+def find_node() -> Path:
+    """The `node` binary, checked to be ≥ 20.6 (`node_runtime`)."""
+    return node_runtime()[0]
 
 
 def _pi_cli(prefix: Path) -> Path:
@@ -160,26 +167,18 @@ def _install(progress: Callable[[str], None]) -> PiEngine:
     lock = resources.files("wizard.engines") / "engine_lock"
     for name in ("package.json", "package-lock.json"):
         (staging / name).write_bytes((lock / name).read_bytes())
+    # One line while npm works; its own output is shown only if it fails (its warnings,
+    # such as the sandbox runtime's wish for a newer Node, are explained in the README).
     progress(
         f"Installing {PI_PACKAGE}@{PI_VERSION} and {SANDBOX_PACKAGE}@{SANDBOX_VERSION} "
-        f"into {prefix} ..."
+        f"into {prefix} (once; about a minute) ..."
     )
-    command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=http"]
-    process = subprocess.Popen(
+    command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier"]
+    process = subprocess.run(
         command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    assert process.stdout is not None
-    output, fetches = [], 0
-    for raw in process.stdout:
-        line = raw.rstrip()
-        output.append(line)
-        if line.startswith("npm http"):  # npm's own summary ("added N packages") says how many
-            fetches += 1
-            if fetches % 50 == 1:
-                progress("fetching packages from the npm registry ...")
-        elif line:
-            progress(line)
-    if process.wait() != 0:
+    output = process.stdout.splitlines()
+    if process.returncode != 0:
         tail = "\n".join(output[-30:])
         raise EngineInstallError(
             f"npm ci failed (exit {process.returncode}) installing "
