@@ -328,3 +328,31 @@ def test_doctor_names_the_node_version_probes_the_gateway_and_does_not_fail_a_fi
         url = f"http://127.0.0.1:{listening.getsockname()[1]}"
         checks = {c.name: c for c in run_checks({**os.environ, "WIZARD_GATEWAY_URL": url})}
     assert checks["gateway"].ok is True, checks["gateway"]
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--max-parallel", "0"], "--max-parallel: must be 1 or more, not 0"),
+        (["--bogus"], "Unknown option --bogus."),
+    ],
+    ids=["a-bad-value", "an-unknown-option"],
+)
+def test_an_option_click_refuses_still_writes_the_usage_error_outcome(
+    tmp_path: Path, args: list[str], reason: str
+) -> None:
+    from wizard.testing.cli import run_wizard, wizard_env
+
+    target = tmp_path / "outcome.json"
+    proc = run_wizard(
+        "run", "transactional-email", *args, "--ci", "--outcome-json", str(target),
+        env=wizard_env(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert f"error: {reason}" in proc.stderr and "See `wizard run --help`." in proc.stderr
+    assert "Traceback" not in proc.stderr and "Usage:" not in proc.stderr
+    line = json.loads(proc.stdout.strip().splitlines()[-1])
+    saved = json.loads(target.read_text())
+    for outcome in (line, saved):
+        assert (outcome["status"], outcome["exit_code"]) == ("usage_error", 2)
+        assert outcome["reason"].startswith(reason) and outcome["program"] == "transactional-email"

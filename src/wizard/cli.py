@@ -19,6 +19,8 @@ from wizard.errors import EngineChanged, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from wizard.launch import LaunchOptions, Services
     from wizard.programs.types import ProgramConfig
 
@@ -48,11 +50,17 @@ SequenceOpt = Annotated[
         "--sequence", help="Sequence: linear or orchestrator.  [env var: WIZARD_SEQUENCE]"
     ),
 ]
+def _at_least_one(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"must be 1 or more, not {value}")
+    return value
+
+
 MaxParallel = Annotated[
     int | None,
     typer.Option(
         "--max-parallel",
-        min=1,
+        callback=_at_least_one,
         help="Orchestrator: task runs at once (default 3).  [env var: WIZARD_MAX_PARALLEL_TASKS]",
     ),
 ]
@@ -186,7 +194,9 @@ def _options(
 
 @app.command()
 def run(
-    program: Annotated[str, typer.Argument(help="The program to run (see `wizard programs`).")],
+    program: Annotated[
+        str, typer.Argument(metavar="PROGRAM", help="The program to run (see `wizard programs`).")
+    ],
     project: Project = Path("."),
     harness: HarnessOpt = None,
     sequence: SequenceOpt = None,
@@ -227,7 +237,7 @@ def run(
 
 @app.command()
 def skill(
-    name: Annotated[str, typer.Argument(help="The skill to run.")],
+    name: Annotated[str, typer.Argument(metavar="SKILL", help="The skill to run.")],
     project: Project = Path("."),
     harness: HarnessOpt = None,
     sequence: SequenceOpt = None,
@@ -519,5 +529,69 @@ def engines_status() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point, and the only exit. A usage error Click finds before any
+    command runs (an unknown option, a bad value) is reported as wizard's own are: in its
+    words on stderr, and as the `usage_error` outcome with `--ci` / `--outcome-json`."""
+    import sys
+
+    click = _click_exceptions()
+    try:
+        code = app(standalone_mode=False, prog_name="wizard")
+    except click.UsageError as exc:
+        raise SystemExit(_click_usage_error(exc, sys.argv[1:])) from None
+    except click.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+    except click.Abort:
+        typer.echo("Aborted.", err=True)
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _click_exceptions() -> ModuleType:
+    """Click's exceptions module, wherever Typer takes Click from (newer Typers vendor it)."""
+    import sys
+
+    return sys.modules[typer.BadParameter.__module__]
+
+
+def _click_usage_error(exc: Exception, argv: list[str]) -> int:
+    """Report Click's usage error like wizard's own; its exit code (2)."""
+    from wizard.errors import UsageError
+    from wizard.launch import report_usage_error, usage_outcome
+
+    click = _click_exceptions()
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "wizard"
+    if isinstance(exc, click.NoSuchOption):
+        message = f"Unknown option {exc.option_name}."
+        if exc.possibilities:
+            message += f" Did you mean {' or '.join(sorted(exc.possibilities))}?"
+    elif isinstance(exc, click.MissingParameter) and exc.param is not None:
+        message = f"Missing {exc.param.metavar or str(exc.param.name).upper()}."
+    elif isinstance(exc, click.BadParameter) and exc.param is not None:
+        name = exc.param.opts[0] if exc.param.opts else exc.param.name
+        message = f"{name}: {exc.message}"
+    else:
+        text = str(getattr(exc, "message", exc))
+        message = text[:1].upper() + text[1:]
+    outcome = usage_outcome(_program_of(argv), UsageError(message, f"See `{command} --help`."))
+    report_usage_error(outcome, "--ci" in argv, _outcome_json_of(argv))
+    return EXIT_USAGE
+
+
+def _program_of(argv: list[str]) -> str:
+    """The program a refused command line named (`run NAME` / `skill NAME`), if any."""
+    if len(argv) > 1 and argv[0] in ("run", "skill") and not argv[1].startswith("-"):
+        return argv[1]
+    return ""
+
+
+def _outcome_json_of(argv: list[str]) -> Path | None:
+    """Where `--outcome-json` asked the outcome to go, read from the raw command line."""
+    for index, arg in enumerate(argv):
+        if arg == "--outcome-json" and index + 1 < len(argv):
+            return Path(argv[index + 1])
+        if arg.startswith("--outcome-json="):
+            return Path(arg.split("=", 1)[1])
+    return None
