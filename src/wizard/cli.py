@@ -50,6 +50,8 @@ SequenceOpt = Annotated[
         "--sequence", help="Sequence: linear or orchestrator.  [env var: WIZARD_SEQUENCE]"
     ),
 ]
+
+
 def _at_least_one(value: int | None) -> int | None:
     if value is not None and value < 1:
         raise typer.BadParameter(f"must be 1 or more, not {value}")
