@@ -40,7 +40,7 @@ from wizard.skills.sources import (
 from wizard.ui.ci import CiOutput
 from wizard.ui.console import make_console
 from wizard.ui.live import LiveView
-from wizard.ui.outro import render_outro
+from wizard.ui.outro import print_outro
 
 Services = Callable[[], AbstractAsyncContextManager[Mapping[str, str]]]
 
@@ -179,7 +179,7 @@ def launch(
         outcome = replace(outcome, outro=replace(outcome.outro, body=body))
     if ci is not None:
         ci.outcome(outcome)
-    console.print(render_outro(outcome))
+    print_outro(console, outcome)
     if after_run is not None:
         after_run(outcome)
     return outcome

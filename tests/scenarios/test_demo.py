@@ -60,6 +60,7 @@ def test_demo_scenarios(
         assert any(line["event"] == "tasks_changed" for line in lines)
     else:
         assert "changed none of the app's files (only the installed skill)" in proc.stderr
+        assert "This was the demo's scripted model." in proc.stderr  # not "run it again"
         assert outcome["source"] == ("skill" if scenario == "skill-abort" else "gateway_policy")
 
 
@@ -76,8 +77,11 @@ def test_interactive_demo_shows_the_outro_and_the_diff(tmp_path: Path) -> None:
     # The outro points at the report the agent wrote: the project it is in is still there.
     kept = _kept_project(proc.stdout)
     try:
-        assert "posthog-email-report.md" in proc.stdout
+        flat = " ".join(proc.stdout.replace("│", " ").split())  # the panel wraps long lines
+        assert f"Check {kept / 'posthog-email-report.md'} for details" in flat
         assert (kept / "posthog-email-report.md").is_file()
+        # One count, as the diff above shows it: the app's files, then the skill.
+        assert re.search(r"This run changed \d+ app files and the installed skill", flat)
     finally:
         shutil.rmtree(kept.parent)
 

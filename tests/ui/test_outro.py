@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console
 
 from wizard.outcome import AgentErrorType, Outcome, Outro
-from wizard.ui.outro import render_outro
+from wizard.ui.outro import print_outro
 
 
 def rendered(outcome: Outcome) -> str:
     buffer = io.StringIO()
-    Console(file=buffer, width=100, no_color=True).print(render_outro(outcome))
+    print_outro(Console(file=buffer, width=100, no_color=True), outcome)
     return buffer.getvalue()
 
 
@@ -53,3 +54,38 @@ def test_no_color_is_honoured(monkeypatch: object) -> None:
         assert make_console().no_color
     finally:
         del os.environ["NO_COLOR"]
+
+
+def test_what_a_run_changed_is_one_count_split_into_app_files_and_the_skill() -> None:
+    changed = ("app.py", ".claude/skills/email/SKILL.md", ".claude/skills/email/.wizard-skill")
+    outro = Outro("error", "The email API is not enabled", "Turn it on, then run again.")
+    outcome = Outcome(
+        "aborted", "transactional-email", outro=outro, run_id="r1", project="/home/u/app",
+        changed_files=changed,
+    )  # fmt: skip
+    text = rendered(outcome)
+    assert "This run changed 1 app file and the installed skill (2 files)." in text
+    only_skill = rendered(replace(outcome, changed_files=changed[1:]))
+    assert "This run changed 0 app files and the installed skill (2 files)." in only_skill
+
+
+def test_the_report_to_read_is_named_by_its_absolute_path() -> None:
+    outro = Outro("success", "Transactional email set up", report_file="report.md")
+    outcome = Outcome("succeeded", "transactional-email", outro=outro, project="/home/u/app")
+    assert "Check /home/u/app/report.md for details" in rendered(outcome)
+
+
+def test_paths_and_commands_are_printed_whole_below_the_panel() -> None:
+    project = "/home/someone/projects/a-rather-long-project-name/with/several/levels"
+    outro = Outro("success", "Transactional email set up", report_file="report.md")
+    outcome = Outcome(
+        "succeeded", "transactional-email", outro=outro, run_id="r1", project=project,
+        changed_files=("app.py",),
+    )  # fmt: skip
+    buffer = io.StringIO()
+    print_outro(Console(file=buffer, width=60, no_color=True), outcome)
+    lines = buffer.getvalue().splitlines()
+    # Each on one line of its own, so a copy of it is the command (no border, no break).
+    assert f"Check {project}/report.md for details" in lines
+    assert f"Review: wizard diff r1 --project {project}" in lines
+    assert f"Undo:   wizard undo r1 --project {project}" in lines

@@ -67,7 +67,7 @@ def show_changes(setup: DemoSetup, outcome: Outcome, ci: bool) -> None:
         changed = (
             "none of the app's files (only the installed skill)"
             if not diff
-            else "these files (below); nothing is reported as set up"
+            else "the app files below; nothing is reported as set up"
         )
         console.print(f"The agent changed {changed}.")
         if diff:
@@ -76,3 +76,9 @@ def show_changes(setup: DemoSetup, outcome: Outcome, ci: bool) -> None:
         f"The demo project is kept in {setup.project} (remove {setup.project.parent} when done).",
         soft_wrap=True,
     )
+    if outcome.status != "succeeded":  # the screen's advice is for a real run, not the demo
+        console.print(
+            "This was the demo's scripted model. On your own project, a `wizard run` needs a "
+            "model gateway: see “Using it on your project” in the README.",
+            soft_wrap=True,
+        )

@@ -51,7 +51,7 @@ TRANSACTIONAL_EMAIL = ProgramConfig(
             match=r"^the api is not enabled for this project$",
             message="The email API is not enabled for this project",
             body=(
-                "Nothing was changed. Turn on the email API for this project (PostHog → "
+                "Turn on the email API for this project (PostHog → "
                 "Workflows → Channels → Email), put its key in your .env file as "
                 "POSTHOG_EMAIL_API_KEY, then run `wizard run transactional-email` again."
             ),

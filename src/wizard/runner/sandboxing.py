@@ -26,7 +26,7 @@ from wizard.tools.sandbox import (
 )
 
 NO_SANDBOX_WARNING = (
-    "The OS sandbox is OFF (--no-sandbox / WIZARD_SANDBOX=off): commands the agent runs, and "
+    "The OS sandbox is OFF for this run: commands the agent runs, and "
     "scripts it writes, can read every file you can (.env files and credentials included) and "
     "reach any host. Only the fence's checks of each command's text stand in the way."
 )

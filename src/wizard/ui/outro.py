@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from pathlib import Path
+
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
 from wizard.outcome import Outcome, exit_code
+from wizard.skills.install import SKILLS_ROOT
 
+SKILL_FILES = SKILLS_ROOT.as_posix() + "/"
 _STYLE = {"success": ("✔", "green"), "error": ("✘", "red"), "cancel": ("■", "yellow")}
 
 
-def render_outro(outcome: Outcome) -> RenderableType:
-    """The closing panel for `outcome`."""
+def print_outro(console: Console, outcome: Outcome) -> None:
+    """Print the closing panel for `outcome`, then the paths and commands to use next, below
+    it and never wrapped by rich, so a long path copies whole (no border, no break in it)."""
+    panel, after = render_outro(outcome)
+    console.print(panel)
+    for line in after:
+        console.print(line, soft_wrap=True)
+
+
+def render_outro(outcome: Outcome) -> tuple[RenderableType, list[Text]]:
+    """The closing panel for `outcome`, and the lines that follow it."""
     outro = outcome.outro
     if outro is None:
         kind = "success" if outcome.status == "succeeded" else "error"
@@ -21,32 +34,32 @@ def render_outro(outcome: Outcome) -> RenderableType:
         kind, message = outro.kind, outro.message
     icon, colour = _STYLE[kind]
     lines: list[RenderableType] = [Text(f"{icon} {message}", style=f"bold {colour}")]
+    after: list[Text] = []
     if outro is not None:
         if outro.body:
             lines += [Text(""), Text(outro.body)]
         if outro.report_file:
-            lines.append(Text(f"Check ./{outro.report_file} for details"))
+            where = Path(outcome.project) / outro.report_file if outcome.project else None
+            after.append(Text(f"Check {where or './' + outro.report_file} for details"))
         for label, url in (("Dashboard", outro.dashboard_url), ("Notebook", outro.notebook_url)):
             if url:
-                lines.append(Text(f"{label}: {url}"))
+                after.append(Text(f"{label}: {url}"))
         if outro.docs_url:
-            lines.append(Text(f"Docs: {outro.docs_url}", style="dim"))
-    lines += _way_back(outcome)
+            after.append(Text(f"Docs: {outro.docs_url}", style="dim"))
+    after += _way_back(outcome)
     title = f"{outcome.program} · {outcome.status} (exit {exit_code(outcome)})"
-    return Panel(Group(*lines), title=title, border_style=colour, expand=False)
+    return Panel(Group(*lines), title=title, border_style=colour, expand=False), after
 
 
-def _way_back(outcome: Outcome) -> list[RenderableType]:
+def _way_back(outcome: Outcome) -> list[Text]:
     """For a run that changed files: how to review them, and the way back."""
-    lines: list[RenderableType] = []
+    lines: list[Text] = []
     if outcome.changed_files and outcome.run_id:
-        count = len(outcome.changed_files)
         target = (
             f"{outcome.run_id} --project {outcome.project}" if outcome.project else outcome.run_id
         )
         lines += [
-            Text(""),
-            Text(f"This run changed {count} file{'s' if count != 1 else ''}."),
+            Text(changed_summary(outcome.changed_files)),
             Text(f"Review: wizard diff {target}"),
             Text(f"Undo:   wizard undo {target}"),
         ]
@@ -55,3 +68,14 @@ def _way_back(outcome: Outcome) -> list[RenderableType]:
         lines.append(Text(f"Also changed, and not journaled (undo leaves them): {folders}"))
     lines += [Text(f"Warning: {warning}", style="yellow") for warning in outcome.warnings]
     return lines
+
+
+def changed_summary(changed: tuple[str, ...] | list[str]) -> str:
+    """What a run changed, in one count split as the user reads it: the app's files, and the
+    skill wizard installed for the run (`.claude/skills/`)."""
+    skill = sum(1 for path in changed if path.startswith(SKILL_FILES))
+    app = len(changed) - skill
+    parts = [f"{app} app file{'s' if app != 1 else ''}"]
+    if skill:
+        parts.append(f"the installed skill ({skill} file{'s' if skill != 1 else ''})")
+    return f"This run changed {' and '.join(parts)}."
