@@ -274,7 +274,7 @@ def skill(
     _launch(skill_program(name), options, outcome_json)
 
 
-@app.command()
+@app.command(short_help="Run the offline demo (no API key).")
 def demo(
     scenario: Annotated[
         str,
@@ -374,7 +374,7 @@ def runs(
     make_console().print(runs_table(records, str(project.resolve())))
 
 
-@app.command()
+@app.command(short_help="Show a run's changes as a patch.")
 def diff(
     run: RunArg = None,
     project: JournalProject = Path("."),
@@ -401,7 +401,7 @@ def diff(
     out.flush()
 
 
-@app.command()
+@app.command(short_help="Undo a run's changes.")
 def undo(
     run: RunArg = None,
     project: JournalProject = Path("."),
@@ -434,7 +434,7 @@ def undo(
     )
 
 
-@app.command()
+@app.command(short_help="Carry on an interrupted orchestrator run.")
 def resume(
     run: RunArg = None,
     project: JournalProject = Path("."),
@@ -465,16 +465,16 @@ def resume(
     _launch(config, replace(options, resume_from=record.run_id), outcome_json)
 
 
-@app.command()
+@app.command(short_help="Check what a run needs.")
 def doctor() -> None:
     """Check Node, pi, the OS sandbox, the SDK and the gateway settings; exit 1 if one fails."""
     from wizard.config import with_config
     from wizard.doctor import run_checks
     from wizard.ui.console import make_console
-    from wizard.ui.tables import doctor_table
+    from wizard.ui.tables import print_doctor
 
     checks = run_checks(with_config(os.environ))
-    make_console().print(doctor_table(checks))
+    print_doctor(make_console(), checks)
     if any(check.ok is False for check in checks):
         raise typer.Exit(1)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich import box
+from rich.console import Console
 from rich.table import Table
 
 from wizard.doctor import Check
@@ -34,7 +35,7 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
     )
     table.add_column("run", no_wrap=True)
     table.add_column("started (UTC)", no_wrap=True)
-    table.add_column("program (harness · sequence)", overflow="fold")
+    table.add_column("program (harness · sequence)", no_wrap=True)
     table.add_column("outcome", min_width=12)
     table.add_column("files", justify="right", no_wrap=True)
     for record in records:
@@ -49,14 +50,15 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
     return table
 
 
-def doctor_table(checks: list[Check]) -> Table:
-    """The checks of `wizard doctor`: what was found, and the fix where one is needed."""
-    table = Table(title="wizard doctor", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("", no_wrap=True)
-    table.add_column("check", style="bold", no_wrap=True)
-    table.add_column("found", overflow="fold")
-    table.add_column("fix", overflow="fold")
+def print_doctor(console: Console, checks: list[Check]) -> None:
+    """The checks of `wizard doctor`, one line each and the fix below, never wrapped by rich
+    (a path or a command copies whole)."""
+    console.print("wizard doctor", style="bold")
     marks = {True: "ok", False: "FAIL", None: "-"}
+    width = max(len(check.name) for check in checks)
     for check in checks:
-        table.add_row(marks[check.ok], check.name, check.detail, check.fix)
-    return table
+        console.print(f"  {marks[check.ok]:<5}{check.name:<{width + 2}}{check.detail}",
+                      soft_wrap=True, markup=False, highlight=False)  # fmt: skip
+        if check.fix:
+            console.print(f"  {'':<5}{'':<{width + 2}}fix: {check.fix}",
+                          soft_wrap=True, markup=False, highlight=False)  # fmt: skip
