@@ -544,10 +544,20 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         raise SystemExit(exc.exit_code) from None
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
+            raise SystemExit(_cancelled_early(sys.argv[1:])) from None
         typer.echo("Aborted.", err=True)
         raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _cancelled_early(argv: list[str]) -> int:
+    """Ctrl-C before a run's own handling began: the cancelled screen; exit 130."""
+    from wizard.launch import report_cancelled_early
+
+    outcome = report_cancelled_early(_program_of(argv), "--ci" in argv, _outcome_json_of(argv))
+    return exit_code(outcome)
 
 
 def _click_exceptions() -> ModuleType:
@@ -583,7 +593,9 @@ def _click_usage_error(exc: Exception, argv: list[str]) -> int:
 
 
 def _program_of(argv: list[str]) -> str:
-    """The program a refused command line named (`run NAME` / `skill NAME`), if any."""
+    """The program a refused command line named (`run NAME` / `skill NAME`, the demo)."""
+    if argv[:1] == ["demo"]:
+        return "demo"
     if len(argv) > 1 and argv[0] in ("run", "skill") and not argv[1].startswith("-"):
         return argv[1]
     return ""

@@ -9,15 +9,16 @@ raised as `WizardError`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 from wizard.analytics import analytics_from_env
 from wizard.errors import UsageError, WizardError
@@ -140,6 +141,43 @@ def cancelled_outcome(
     )
 
 
+@contextmanager
+def _logging_into(sink: EventSink) -> Iterator[None]:
+    """wizard's own log records (a gateway stream cut, a tool that failed) go into the run's
+    log as `LogLine`s for the length of the run, not onto the terminal."""
+
+    class ToRunLog(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            level: Literal["debug", "warning", "error"] = "debug"  # the file only
+            if record.levelno >= logging.WARNING:  # shown too
+                level = "error" if record.levelno >= logging.ERROR else "warning"
+            sink(LogLine(self.format(record), level))
+
+    handler, logger = ToRunLog(logging.DEBUG), logging.getLogger("wizard")
+    level, logger.level = logger.level, logging.DEBUG
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def report_cancelled_early(program_id: str, ci: bool, outcome_json: Path | None) -> Outcome:
+    """Ctrl-C before a run started (while its input was checked): the cancelled panel, and
+    the outcome line and file for machines."""
+    outro = Outro("cancel", "Cancelled", "Interrupted before the run started: nothing ran.")
+    outcome = Outcome(
+        "cancelled", program_id, outro=outro, signal=signal.SIGINT, run_id=new_run_id()
+    )
+    print_outro(make_console(sys.stderr if ci else sys.stdout), outcome)
+    if ci:
+        CiOutput(sys.stdout, outcome.run_id or "").outcome(outcome)
+    if outcome_json is not None:
+        outcome_json.write_text(outcome.to_json() + "\n")
+    return outcome
+
+
 def launch(
     program: ProgramConfig,
     options: LaunchOptions,
@@ -162,6 +200,7 @@ def launch(
     bus = EventBus(log, view, *([analytics] if analytics is not None else []))
     with ExitStack() as stack:
         stack.callback(log.close)
+        stack.enter_context(_logging_into(bus))
         if analytics is not None:
             stack.callback(analytics.shutdown)
         if live is not None:

@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -244,6 +245,8 @@ def check_sandbox() -> None:
             text=True,
             timeout=30,
         )
+        if probe.returncode == -signal.SIGINT:  # Ctrl-C reached the probe: not a verdict
+            raise KeyboardInterrupt
         if probe.returncode != 0:
             raise UsageError(
                 f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()}",

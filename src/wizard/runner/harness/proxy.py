@@ -296,7 +296,7 @@ class GatewayProxy:
         """End the stream to the engine in error, and remember why: a stream gets the
         protocol's error event; then the connection closes without the closing chunk."""
         self.fault = self.fault or f"{fault} (gateway {self.upstream})"
-        log.warning("gateway stream cut: %s", self.fault)
+        log.info("gateway stream cut: %s", self.fault)  # the run's error says it, if it counts
         if check is None:  # not a stream: a body cut short is an error to any client
             return connection.abort()
         # Blank lines first end whatever event the gateway left half-sent.
