@@ -91,6 +91,28 @@ class ToolCalled:
 
 
 @dataclass(frozen=True)
+class RunStarted:
+    """What a run is about to use: said once, before the agent starts."""
+
+    program: str
+    project: str
+    harness: str
+    sequence: str
+    model: str
+    gateway: str
+    sandbox: bool
+    kind: Literal["run_started"] = "run_started"
+
+    def summary(self) -> str:
+        """One line a user reads: what runs where, on which model and gateway."""
+        sandbox = "sandbox on" if self.sandbox else "sandbox OFF"
+        return (
+            f"{self.program} on {self.project} · {self.harness} · {self.sequence} · "
+            f"{self.model} via {self.gateway} · {sandbox}"
+        )
+
+
+@dataclass(frozen=True)
 class AnalyticsEvent:
     """A product-analytics event, named as the TypeScript wizard names it."""
 
@@ -107,6 +129,7 @@ Event = (
     | QueueTaskChanged
     | LogLine
     | ToolCalled
+    | RunStarted
     | AnalyticsEvent
 )
 EventSink = Callable[[Event], None]

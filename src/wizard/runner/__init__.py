@@ -18,7 +18,7 @@ from pathlib import Path
 from wizard.config import number_setting
 from wizard.engines.claude import load_sdk
 from wizard.errors import EngineError, UsageError
-from wizard.events import AnalyticsEvent, EventSink, LogLine
+from wizard.events import AnalyticsEvent, EventSink, LogLine, RunStarted
 from wizard.journal.lock import project_lock
 from wizard.outcome import Outcome, Outro
 from wizard.programs.registry import did_you_mean
@@ -144,6 +144,10 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
             request.sink,
             off=request.no_sandbox,
         )
+        request.sink(
+            RunStarted(program.id, str(project), binding.harness, binding.sequence,
+                       binding.model, gateway.url, sandbox.policy is not None)
+        )  # fmt: skip
         try:
             outcome = await _run(request, binding, gateway, harness, sandbox)
         finally:

@@ -23,6 +23,7 @@ from wizard.events import (
     Event,
     LogLine,
     QueueTaskChanged,
+    RunStarted,
     SpinnerMessage,
     SpinnerStarted,
     SpinnerStopped,
@@ -83,6 +84,8 @@ class LiveView:
             self._queue[event.id] = event
             if not self.console.is_terminal and event.status != "pending":
                 self.console.print(Text(queue_line(event, time.time())))
+        elif isinstance(event, RunStarted):
+            self.console.print(Text(event.summary(), style="dim"), soft_wrap=True)
         elif isinstance(event, ToolCalled) and self.verbose:
             arguments = json.dumps(dict(event.arguments), ensure_ascii=False)
             self.console.print(Text(f"│  → {event.name} {arguments}", style="dim"))
