@@ -299,8 +299,10 @@ def demo(
         show_changes,
     )
     from wizard.demo.sample import DEMO_MODEL, DEMO_PROGRAM, prepare_demo
+    from wizard.journal import prune_demo_journals
     from wizard.programs import get_program
 
+    prune_demo_journals()  # earlier demos' journals, whose projects are gone or many
     workdir = Path(tempfile.mkdtemp(prefix="wizard-demo-"))
     try:
         setup = prepare_demo(scenario, workdir)

@@ -4,7 +4,15 @@ It records and restores project files and knows nothing of harnesses; the runner
 before and after a run (`Journal.begin` / `Journal.finish`).
 """
 
+from wizard.journal.pruning import prune_demo_journals
 from wizard.journal.runs import Journal, RunRecord, Undone, UndoRefused
 from wizard.journal.store import git_available
 
-__all__ = ["Journal", "RunRecord", "UndoRefused", "Undone", "git_available"]
+__all__ = [
+    "Journal",
+    "RunRecord",
+    "UndoRefused",
+    "Undone",
+    "git_available",
+    "prune_demo_journals",
+]
