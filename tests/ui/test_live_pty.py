@@ -64,6 +64,21 @@ view.close()
 """
 
 
+MID_STEP_SCRIPT = """
+import os, time
+from rich.console import Console
+from wizard.events import SpinnerMessage, SpinnerStarted
+from wizard.ui.live import LiveView
+
+view = LiveView(Console(width=80))
+view(SpinnerStarted("Setting up transactional email..."))
+view(SpinnerMessage("Reading the project"))
+view(SpinnerMessage("Editing the mailer"))
+time.sleep(0.5)
+os._exit(0)  # the screen as it is mid-run
+"""
+
+
 def _run_on_a_pty(script: str = SCRIPT) -> list[str]:
     return _screen(_raw_pty_output(script))
 
@@ -125,3 +140,10 @@ def test_the_spinner_turns_while_nothing_else_happens() -> None:
     reply looked hung. During a one-second wait it must show several frames."""
     drawn = _raw_pty_output(WAIT_SCRIPT).decode(errors="replace")
     assert len({frame for frame in SPINNER_FRAMES if frame in drawn}) >= 3, drawn
+
+
+def test_the_current_step_shows_once_in_the_spinner_and_joins_the_history_when_done() -> None:
+    lines = _run_on_a_pty(MID_STEP_SCRIPT)
+    shown = "\n".join(lines)
+    assert sum("Editing the mailer" in line for line in lines) == 1, shown
+    assert "◇  Reading the project" in shown

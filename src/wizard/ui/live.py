@@ -61,6 +61,7 @@ class LiveView:
         self.console = console
         self.verbose = verbose
         self._message = ""
+        self._step: str | None = None  # the step the spinner shows, not yet in the history
         self._todos: tuple[TodoView, ...] = ()
         self._queue: dict[str, QueueTaskChanged] = {}
         self._live: Live | None = None
@@ -73,9 +74,16 @@ class LiveView:
             self._message = event.message
             self._start()
         elif isinstance(event, SpinnerMessage):
+            # On a terminal the current step is the spinner's; it joins the history once the
+            # next one starts. Without one, each step is printed as it comes.
+            if self._live is None:
+                self.console.print(Text(f"◇  {event.message}", style="cyan"))
+            else:
+                self._step_done()
+                self._step = event.message
             self._message = event.message
-            self.console.print(Text(f"◇  {event.message}", style="cyan"))
         elif isinstance(event, SpinnerStopped):
+            self._step_done()
             self._stop()
             self.console.print(Text(f"●  {event.message}", style="bold"))
         elif isinstance(event, TodosChanged):
@@ -119,6 +127,11 @@ class LiveView:
             self._live.start()
         elif not self.console.is_terminal:
             self.console.print(Text(f"◌  {self._message}"))
+
+    def _step_done(self) -> None:
+        if self._step is not None:
+            self.console.print(Text(f"◇  {self._step}", style="cyan"))
+            self._step = None
 
     def _refresh(self) -> None:
         if self._live is not None:
