@@ -105,6 +105,13 @@ AllowInsecure = Annotated[
     ),
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
+NoVerify = Annotated[
+    bool,
+    typer.Option(
+        "--no-verify",
+        help="Skip the checks after the agent's work (the outcome warns that it did).",
+    ),
+]
 NoSandbox = Annotated[
     bool,
     typer.Option(
@@ -177,6 +184,7 @@ def _options(
     verbose: bool,
     max_parallel: int | None,
     no_sandbox: bool = False,
+    no_verify: bool = False,
 ) -> LaunchOptions:
     from wizard.launch import LaunchOptions
     from wizard.programs.types import ProgramBinding
@@ -191,6 +199,7 @@ def _options(
         verbose=verbose,
         max_parallel=max_parallel,
         no_sandbox=no_sandbox,
+        no_verify=no_verify,
     )
 
 
@@ -213,6 +222,7 @@ def run(
     verbose: Verbose = False,
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
+    no_verify: NoVerify = False,
 ) -> None:
     """Run a program on a project."""
     from wizard.programs import get_program
@@ -233,6 +243,7 @@ def run(
         verbose,
         max_parallel,
         no_sandbox,
+        no_verify,
     )
     _launch(config, options, outcome_json)
 
@@ -254,6 +265,7 @@ def skill(
     verbose: Verbose = False,
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
+    no_verify: NoVerify = False,
 ) -> None:
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
@@ -270,6 +282,7 @@ def skill(
         verbose,
         max_parallel,
         no_sandbox,
+        no_verify,
     )
     _launch(skill_program(name), options, outcome_json)
 
@@ -278,7 +291,7 @@ def skill(
 def demo(
     scenario: Annotated[
         str,
-        typer.Option(help="success, skill-abort or gateway-refusal."),
+        typer.Option(help="success, skill-abort, gateway-refusal or broken-build."),
     ] = "success",
     ci: Ci = False,
     outcome_json: OutcomeJson = None,
@@ -449,6 +462,7 @@ def resume(
     verbose: Verbose = False,
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
+    no_verify: NoVerify = False,
 ) -> None:
     """Carry on an interrupted orchestrator run: finished tasks do not run again."""
     from dataclasses import replace
@@ -463,7 +477,7 @@ def resume(
         raise _usage_error(exc, run or "resume", ci, outcome_json) from exc
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(project, record.harness, "orchestrator", None, None, ci, gateway,
-                       verbose, max_parallel, no_sandbox)  # fmt: skip
+                       verbose, max_parallel, no_sandbox, no_verify)  # fmt: skip
     _launch(config, replace(options, resume_from=record.run_id), outcome_json)
 
 

@@ -58,6 +58,7 @@ class LaunchOptions:
     verbose: bool = False
     max_parallel: int | None = None
     no_sandbox: bool = False
+    no_verify: bool = False
     # `wizard resume`: the interrupted orchestrator run to carry on.
     resume_from: str | None = None
 
@@ -288,5 +289,6 @@ def _request(
         run_id=run_id,
         max_parallel=options.max_parallel,
         no_sandbox=options.no_sandbox,
+        no_verify=options.no_verify,
         resume_from=options.resume_from,
     )

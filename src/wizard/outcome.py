@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from wizard.signals import AbortSource
 
-OutcomeStatus = Literal["succeeded", "aborted", "failed", "cancelled", "usage_error"]
+OutcomeStatus = Literal["succeeded", "unverified", "aborted", "failed", "cancelled", "usage_error"]
 OutroKind = Literal["success", "error", "cancel"]
 
 
@@ -64,6 +64,41 @@ class Outro:
     notebook_url: str | None = None
 
 
+CheckStatus = Literal["passed", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check run after the agent's work: what ran, how it ended, and how it ended on the
+    tree before the run (`before`: a check that failed there too does not count)."""
+
+    name: str
+    command: str
+    status: CheckStatus
+    before: CheckStatus | None = None
+    seconds: float = 0.0
+    output_tail: str = ""
+
+    @property
+    def counts(self) -> bool:
+        """Whether this check fails the run: it failed, and it passed (or could not run) on
+        the tree before the run."""
+        return self.status == "failed" and self.before != "failed"
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What wizard checked before it said a run succeeded."""
+
+    status: CheckStatus
+    checks: tuple[CheckResult, ...] = ()
+
+    @property
+    def failures(self) -> tuple[CheckResult, ...]:
+        """The checks that fail the run."""
+        return tuple(check for check in self.checks if check.counts)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """How a whole run ended, as the CLI reports it."""
@@ -92,6 +127,8 @@ class Outcome:
     sandbox: str | None = None
     # What the user was warned of, such as a run without the sandbox.
     warnings: tuple[str, ...] = ()
+    # The checks run after the agent's work, on a run that would have succeeded.
+    verification: Verification | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""
@@ -109,10 +146,12 @@ EXIT_SUCCEEDED = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_ABORTED = 3
+EXIT_UNVERIFIED = 4
 EXIT_CANCELLED = 130
 
 _EXIT_CODES: dict[OutcomeStatus, int] = {
     "succeeded": EXIT_SUCCEEDED,
+    "unverified": EXIT_UNVERIFIED,
     "failed": EXIT_FAILED,
     "aborted": EXIT_ABORTED,
     "cancelled": EXIT_CANCELLED,
@@ -121,7 +160,7 @@ _EXIT_CODES: dict[OutcomeStatus, int] = {
 
 
 def exit_code(outcome: Outcome) -> int:
-    """The process exit code for `outcome`: 0, 1, 2, 3, or 128 + the signal that interrupted
+    """The process exit code for `outcome`: 0, 1, 2, 3, 4, or 128 + the signal that interrupted
     it, as shells expect (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
     if outcome.status == "cancelled" and outcome.signal is not None:
         return 128 + outcome.signal

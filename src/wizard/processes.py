@@ -34,11 +34,20 @@ def become_subreaper() -> bool:
 
 
 def descendants(root: int) -> list[int]:
-    """Every live descendant of `root` (any system psutil knows; empty if `root` is gone)."""
+    """Every live descendant of `root` (any system psutil knows; empty if `root` is gone).
+    A zombie (a process that has ended, not yet reaped) is not live."""
     try:
-        return [child.pid for child in psutil.Process(root).children(recursive=True)]
+        children = psutil.Process(root).children(recursive=True)
     except psutil.Error:
         return []
+    return [child.pid for child in children if _running(child)]
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def is_stopped(pid: int | None) -> bool:

@@ -38,3 +38,38 @@ async def test_a_run_says_what_it_uses_before_the_agent_starts(tmp_path: Path) -
     )
     first_spinner = next(i for i, e in enumerate(recorder.events) if e.kind == "spinner_started")
     assert recorder.events.index(started) < first_spinner
+
+
+def _broken_run(tmp_path: Path, **request: object) -> tuple[RunRequest, PiHarness]:
+    (tmp_path / "app.py").write_text("x = 1\n")
+    turns = [
+        [reply(call("write", path="app.py", content="def f(:\n")), said("All done.")],
+        [said("-")],
+    ]
+    fields: dict[str, object] = {
+        "program": get_program("transactional-email"), "project_dir": tmp_path,
+        "skills": BundledSkills(), "sink": EventRecorder(), "environ": {"WIZARD_SANDBOX": "off"},
+        "gateway": GatewayFlags(url="http://127.0.0.1:9"), "run_id": "broken-run", **request,
+    }  # fmt: skip
+    return RunRequest(**fields), PiHarness(session_factory=FakePiSession(turns))  # type: ignore[arg-type]
+
+
+async def test_a_run_that_breaks_the_app_is_unverified_never_succeeded(tmp_path: Path) -> None:
+    from wizard.journal import Journal
+    from wizard.outcome import exit_code
+
+    request, harness = _broken_run(tmp_path)
+    outcome = await run_program(request, harness)
+    assert (outcome.status, exit_code(outcome)) == ("unverified", 4)
+    assert outcome.reason == "changed Python files parse failed"
+    assert outcome.outro is not None and "app.py" in (outcome.outro.body or "")
+    record = Journal(tmp_path).get("broken-run")
+    assert record is not None and record.status == "unverified"  # `wizard runs` says so
+
+
+async def test_no_verify_skips_the_checks_and_says_so(tmp_path: Path) -> None:
+    request, harness = _broken_run(tmp_path, no_verify=True)
+    outcome = await run_program(request, harness)
+    assert outcome.status == "succeeded"
+    assert outcome.verification is not None and outcome.verification.status == "skipped"
+    assert any(warning.startswith("Not verified (--no-verify)") for warning in outcome.warnings)

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.live
         ("success", 0, "succeeded", "Transactional email set up"),
         ("skill-abort", 3, "aborted", "The email API is not enabled for this project"),
         ("gateway-refusal", 3, "aborted", "Transactional email aborted"),
+        ("broken-build", 4, "unverified", "Transactional email: a check failed after the run"),
     ],
 )
 def test_demo_scenarios(
@@ -58,6 +59,15 @@ def test_demo_scenarios(
     if scenario == "success":
         assert "+from posthog_email import send_email" in proc.stderr
         assert any(line["event"] == "tasks_changed" for line in lines)
+        assert outcome["verification"]["status"] == "passed"
+    elif scenario == "broken-build":  # the agent said it was done; the check says otherwise
+        (check,) = [c for c in outcome["verification"]["checks"] if c["status"] == "failed"]
+        assert check["name"] == "changed Python files parse" and check["before"] == "passed"
+        assert "SyntaxError" in check["output_tail"] and "mailer.py" in check["output_tail"]
+        assert "Transactional email set up" not in proc.stderr  # never the success word
+        assert [line["message"] for line in lines if line["event"] == "spinner_stopped"][-1] == (
+            "A check failed"
+        )
     else:
         assert "changed none of the app's files (only the installed skill)" in proc.stderr
         assert "This was the demo's scripted model." in proc.stderr  # not "run it again"

@@ -17,11 +17,12 @@ from wizard.programs.registry import did_you_mean
 
 DEMO_PROGRAM = "transactional-email"
 DEMO_MODEL = "scripted-demo-model"
-SCENARIOS = ("success", "skill-abort", "gateway-refusal")
+SCENARIOS = ("success", "skill-abort", "gateway-refusal", "broken-build")
 _ENV = {
     "success": "SECRET_KEY=demo-only\nPOSTHOG_EMAIL_API_KEY=phx_demo_key_not_real\n",
     "skill-abort": "SECRET_KEY=demo-only\n",
     "gateway-refusal": "SECRET_KEY=demo-only\nPOSTHOG_EMAIL_API_KEY=phx_demo_key_not_real\n",
+    "broken-build": "SECRET_KEY=demo-only\nPOSTHOG_EMAIL_API_KEY=phx_demo_key_not_real\n",
 }
 _IGNORED = (".claude",)
 

@@ -148,6 +148,16 @@ class Journal:
         self.prune()
         return finished
 
+    def restate(self, record: RunRecord, status: str) -> RunRecord:
+        """The finished `record` with another status (a run verification found broken)."""
+        restated = record.model_copy(update={"status": status})
+        self._save(restated)
+        return restated
+
+    def materialise(self, tree: str, dest: Path) -> None:
+        """The project as the snapshot `tree` held it, written into the empty folder `dest`."""
+        self.store.export(tree, dest)
+
     def _save(self, record: RunRecord) -> None:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         path = self.runs_dir / f"{record.run_id}.json"

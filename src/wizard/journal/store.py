@@ -27,11 +27,13 @@ bits of files that differ from git's two modes are kept beside each snapshot. A 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
 import stat
 import subprocess
+import tarfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -244,6 +246,14 @@ class GitStore:
         """The summary of the changes from tree `old` to tree `new` (`git diff --stat`)."""
         options = ("--stat", "-r", "--no-color", "--no-renames")
         return self._git("diff-tree", *options, old, new).decode(errors="surrogateescape")
+
+    def export(self, tree: str, dest: Path) -> None:
+        """Write the files of `tree` into the folder `dest` (which must be empty): the project
+        as a snapshot held it, for a check to run on. Links and modes come back as stored;
+        nothing in the archive may land outside `dest` (tarfile's data filter)."""
+        archive = self._git("archive", "--format=tar", tree)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(dest, filter="data")
 
     def folders(self, tree: str) -> set[str]:
         """Every folder in `tree`."""

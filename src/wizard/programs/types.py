@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 POSTHOG_DOCS_URL = "https://posthog.com/docs"
 # The hosts a PostHog setup talks to: the sandbox lets the agent's commands reach them.
@@ -16,6 +17,25 @@ POSTHOG_HOSTS = (
     "eu.posthog.com",
     "app.posthog.com",
 )
+
+
+@dataclass(frozen=True)
+class ProgramCheck:
+    """A check the program's run must pass before wizard says it succeeded: a file the skill
+    must write exists, a key the setup needs is in `.env` (by name only), or a command (run in
+    the OS sandbox, in the project) exits 0."""
+
+    kind: Literal["file_exists", "env_key", "command"]
+    value: str
+
+    @property
+    def name(self) -> str:
+        """How the outcome and the outro name it."""
+        return {
+            "file_exists": f"{self.value} exists",
+            "env_key": f"{self.value} is in .env",
+            "command": self.value,
+        }[self.kind]
 
 
 @dataclass(frozen=True)
@@ -132,6 +152,8 @@ class ProgramConfig:
     orchestration: Orchestration = GENERIC_ORCHESTRATION
     # Hosts the agent's commands may reach besides the package registries (the sandbox).
     network_hosts: tuple[str, ...] = POSTHOG_HOSTS
+    # What its run must pass, beside the checks wizard derives from what changed.
+    checks: tuple[ProgramCheck, ...] = ()
 
     @property
     def failure_message(self) -> str:

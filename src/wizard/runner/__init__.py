@@ -33,6 +33,7 @@ from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
 from wizard.runner.sequence.linear import run_linear
 from wizard.runner.sequence.orchestrator.sequence import run_orchestrator
 from wizard.runner.switchboard import Binding, resolve_binding
+from wizard.runner.verification import verified
 from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.tools.project import AskFunction
 
@@ -56,6 +57,8 @@ class RunRequest:
     max_parallel: int | None = None
     # `--no-sandbox`: commands run with the fence alone.
     no_sandbox: bool = False
+    # Skip the checks after the agent's work (`--no-verify`): the outcome warns of it.
+    no_verify: bool = False
     # `wizard resume`: carry on the queue of this interrupted orchestrator run.
     resume_from: str | None = None
 
@@ -187,7 +190,14 @@ async def _run(
     except asyncio.CancelledError:
         journal.finish("cancelled")
         raise
-    journal.finish(outcome.status, outcome.error_type)
+    record = journal.finish(outcome.status, outcome.error_type)
+    try:
+        outcome = await verified(
+            outcome, context, journal, record, sandbox.temp_dir, request.no_verify
+        )
+    except asyncio.CancelledError:  # interrupted while checking: the run ends cancelled
+        journal.restate(record, "cancelled")
+        raise
     if journal.warning is not None:
         outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
     return outcome

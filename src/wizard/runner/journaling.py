@@ -6,7 +6,9 @@ written, the run goes on with a warning that `wizard undo` cannot take it back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from wizard.errors import WizardError
 from wizard.events import LogLine
@@ -56,3 +58,22 @@ class RunJournal:
             self.context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             self.warning = f"{NOT_JOURNALED} ({exc})."
             return None
+
+    def restate(self, record: RunRecord | None, status: str) -> None:
+        """Record another status for the finished run (its verification failed)."""
+        if self.journal is None or record is None:
+            return
+        try:
+            self.journal.restate(record, status)
+        except OSError as exc:
+            self.context.sink(LogLine(f"the run journal failed ({exc})", "warning"))
+
+    def materialiser(self, record: RunRecord | None) -> Callable[[Path], None]:
+        """Writes the project as it was before the run into an empty folder."""
+
+        def write(folder: Path) -> None:
+            if self.journal is None or record is None:
+                raise FileNotFoundError("the run is not journaled")
+            self.journal.materialise(record.before, folder)
+
+        return write

@@ -83,7 +83,7 @@ def shell_tool(
             return ToolResult(f"Error: the command timed out after {timeout:g} s.", is_error=True)
         finally:  # timed out or cancelled: the command and all it started go
             if process.returncode is None:
-                await _stop(process)
+                await stop_group(process)
         text = output.decode(errors="replace")
         if len(text) > MAX_OUTPUT_CHARS:
             text = "[output cut: showing the end]\n" + text[-MAX_OUTPUT_CHARS:]
@@ -99,7 +99,7 @@ def shell_tool(
     )
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
+async def stop_group(process: asyncio.subprocess.Process) -> None:
     """SIGTERM the command's process group, so the runtime cleans up; SIGKILL what is left."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)

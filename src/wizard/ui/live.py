@@ -147,6 +147,8 @@ class LiveView:
             now = time.time()
             for entry in self._queue.values():
                 self.console.print(Text(queue_line(entry, now)))
+        # Printed once: a later step (the checks after the run) does not repeat them.
+        self._todos, self._queue = (), {}
 
     def close(self) -> None:
         """Stop drawing."""

@@ -13,7 +13,7 @@ from wizard.outcome import Outcome
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.types import Harness, RunInputs
 from wizard.runner.sequence.context import RunContext, host_tools, install_program_skill
-from wizard.runner.sequence.outcomes import route_result
+from wizard.runner.sequence.outcomes import AGENT_FINISHED, route_result
 from wizard.skills.install import SkillInstall, skill_file
 
 
@@ -43,7 +43,8 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             model=ctx.binding.model,
             gateway=ctx.gateway,
             spinner_message=program.spinner_message,
-            success_message=program.success_message,
+            # Not "set up" yet: the runner checks the project first, and says so then.
+            success_message=AGENT_FINISHED,
             error_message=program.failure_message,
             allowed_tools=program.allowed_tools,
             disallowed_tools=program.disallowed_tools,

@@ -15,6 +15,9 @@ from wizard.outcome import AgentErrorType, AgentResult, Outcome, Outro
 from wizard.runner.sequence.context import RunContext
 from wizard.runner.sequence.outros import abort_outro, error_outro, success_outro
 
+# The spinner's last word on a run that would succeed: the runner's checks come next.
+AGENT_FINISHED = "The agent finished its work"
+
 
 def route_result(ctx: RunContext, result: AgentResult, success: Outro | None = None) -> Outcome:
     """Turn a harness result into the run's outcome, with its outro (`success` if it is one)."""

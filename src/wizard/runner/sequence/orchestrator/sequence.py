@@ -31,7 +31,7 @@ from wizard.runner.sequence.orchestrator.prompts import (
 )
 from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskQueue
 from wizard.runner.sequence.orchestrator.tools import complete_tool, enqueue_tool
-from wizard.runner.sequence.outcomes import abort_outcome, route_result
+from wizard.runner.sequence.outcomes import AGENT_FINISHED, abort_outcome, route_result
 from wizard.runner.sequence.outros import REPORT_TO, success_outro
 from wizard.skills.install import SkillInstall
 from wizard.tools.base import HostTool
@@ -215,7 +215,7 @@ async def _plan_and_drain(run: _Orchestrator) -> Outcome:
     ctx.sink(SpinnerStarted(ctx.program.spinner_message))
     stop = await drain(run.queue, run.run_task, ctx.max_parallel)
     outcome = _stopped(run, stop.result, stop.task) if stop is not None else _verdict(run)
-    ending = {"succeeded": ctx.program.success_message, "aborted": "Wizard aborted"}
+    ending = {"succeeded": AGENT_FINISHED, "aborted": "Wizard aborted"}
     ctx.sink(SpinnerStopped(ending.get(outcome.status, ctx.program.failure_message)))
     return outcome
 

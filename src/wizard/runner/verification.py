@@ -1,0 +1,300 @@
+"""Verification: before wizard says a run succeeded, it checks the project still works.
+
+The checks come from two places:
+
+- **the program's own** (`ProgramConfig.checks`): a file the skill must write exists, a key
+  the setup needs is in `.env` (read by name only, never its value), a command exits 0;
+- **what changed** (the journal's list, the installed skill left out): every changed Python
+  file parses, every changed JavaScript file passes `node --check`, TypeScript type-checks
+  when the project has a `tsconfig.json` and a local `typescript`, and changed JSON, TOML and
+  YAML files still parse.
+
+Commands run in the project, in the run's OS sandbox (as the agent's do), each with a time
+limit. A failing check counts against the run only if it passed on the project as it was
+before the run: the journal writes that tree into the run's temp folder and the check runs
+there too, so a project that was already broken is not blamed (the outcome says so). Data
+files are parsed in process; they are data, nothing in them runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import shutil
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from wizard.engines.bundle import installed_pi
+from wizard.events import SpinnerStarted, SpinnerStopped
+from wizard.journal import RunRecord
+from wizard.outcome import CheckResult, CheckStatus, Outcome, Outro, Verification
+from wizard.programs.types import ProgramCheck
+from wizard.runner.journaling import RunJournal
+from wizard.runner.sequence.context import RunContext
+from wizard.tools.fence import child_env
+from wizard.tools.sandbox import SandboxPolicy
+from wizard.tools.shell import shell_command, stop_group
+
+CHECK_TIMEOUT_S = 120.0
+TAIL_LINES = 12
+SKILL_FILES = ".claude/skills/"
+# A file missing from the tree a check runs on (one the run added, on the tree before it)
+# has nothing to parse there.
+_PYTHON_PARSE = (
+    "import ast, os, sys\n"
+    "for f in sys.argv[1:]:\n"
+    "    if os.path.exists(f): ast.parse(open(f, 'rb').read(), f)"
+)
+_DATA_PARSERS: dict[str, Callable[[bytes], object]] = {
+    ".json": json.loads,
+    ".toml": lambda data: tomllib.loads(data.decode()),
+    ".yaml": yaml.safe_load,
+    ".yml": yaml.safe_load,
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: a shell command run in a folder, or a test wizard makes itself there
+    (`inline`: the failure's text, or None). A check of the project (`compare`) that fails is
+    run again on the tree before the run; a program's check of what its run must leave (the
+    report it writes) is not: before the run it could not pass."""
+
+    name: str
+    command: str = ""
+    inline: Callable[[Path], str | None] | None = None
+    compare: bool = True
+
+
+def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], project: Path,
+               ) -> list[Check]:  # fmt: skip
+    """The checks a run must pass: the program's, then those its changes call for."""
+    checks = [_program_check(check) for check in program_checks]
+    present = [p for p in changed if not p.startswith(SKILL_FILES) and (project / p).is_file()]
+    by_suffix: dict[str, list[str]] = {}
+    for path in present:
+        by_suffix.setdefault(Path(path).suffix.lower(), []).append(path)
+    if python := by_suffix.get(".py"):
+        command = f"python3 -c {shlex.quote(_PYTHON_PARSE)} {_quoted(python)}"
+        checks.append(Check("changed Python files parse", command))
+    if javascript := [p for s in (".js", ".mjs", ".cjs") for p in by_suffix.get(s, [])]:
+        quoted = [shlex.quote(path) for path in javascript]
+        command = " && ".join(f"{{ [ ! -e {p} ] || node --check {p}; }}" for p in quoted)
+        checks.append(Check("changed JavaScript files parse", command))
+    typescript = by_suffix.get(".ts", []) + by_suffix.get(".tsx", [])
+    local_tsc = project / "node_modules" / ".bin" / "tsc"
+    if typescript and (project / "tsconfig.json").is_file() and local_tsc.exists():
+        checks.append(Check("TypeScript type-checks", "node_modules/.bin/tsc --noEmit"))
+    for suffix, parse in _DATA_PARSERS.items():
+        for path in by_suffix.get(suffix, []):
+            checks.append(Check(f"{path} parses", inline=_parses(path, parse)))
+    return checks
+
+
+def _quoted(paths: Sequence[str]) -> str:
+    return " ".join(shlex.quote(path) for path in paths)
+
+
+def _program_check(check: ProgramCheck) -> Check:
+    if check.kind == "command":
+        return Check(check.name, check.value, compare=False)
+    if check.kind == "file_exists":
+        path = check.value
+
+        def exists(folder: Path) -> str | None:
+            return None if (folder / path).is_file() else f"{path} was not found"
+
+        return Check(check.name, inline=exists, compare=False)
+    key = check.value
+
+    def has_key(folder: Path) -> str | None:
+        try:
+            lines = (folder / ".env").read_text(errors="replace").splitlines()
+        except OSError:
+            return ".env was not found"
+        names = {line.split("=", 1)[0].strip().removeprefix("export ") for line in lines}
+        return None if key in names else f"{key} is not set in .env"
+
+    return Check(check.name, inline=has_key, compare=False)
+
+
+def _parses(path: str, parse: Callable[[bytes], object]) -> Callable[[Path], str | None]:
+    def check(folder: Path) -> str | None:
+        try:
+            parse((folder / path).read_bytes())
+        except FileNotFoundError:
+            return None  # not there in this tree: nothing to parse
+        except Exception as exc:  # every parser's own error: the file does not parse
+            return f"{path}: {exc}"
+        return None
+
+    return check
+
+
+@dataclass(frozen=True)
+class CheckRunner:
+    """Runs checks in a folder: commands in the OS sandbox when the run has one. When the
+    run is sandboxed but the sandbox's runtime is not there, commands are skipped, not run
+    outside it (`unsandboxable` says why)."""
+
+    sandbox: tuple[SandboxPolicy, Path, Path] | None
+    unsandboxable: str | None = None
+    timeout: float = CHECK_TIMEOUT_S
+
+    async def run(self, check: Check, folder: Path) -> tuple[CheckStatus, str]:
+        """The check's status in `folder`, and the end of its output."""
+        if check.inline is not None:
+            problem = await asyncio.to_thread(check.inline, folder)
+            return ("failed", problem) if problem is not None else ("passed", "")
+        if self.unsandboxable is not None:
+            return "skipped", self.unsandboxable
+        process = await asyncio.create_subprocess_exec(
+            *shell_command(check.command, self.sandbox),
+            cwd=folder,
+            env=child_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), self.timeout)
+        except TimeoutError:
+            return "failed", f"timed out after {self.timeout:g} s"
+        finally:  # the sandbox runtime's helpers (its proxies) end with the check
+            await stop_group(process)
+        text = "\n".join(output.decode(errors="replace").splitlines()[-TAIL_LINES:])
+        return ("passed" if process.returncode == 0 else "failed"), text
+
+
+async def verify(
+    checks: Sequence[Check],
+    project: Path,
+    runner: CheckRunner,
+    before: Callable[[Path], None],
+    scratch: Path,
+) -> Verification:
+    """Run `checks` in `project`; re-run each failing one on the tree before the run, which
+    `before` writes into an empty folder under `scratch`."""
+    results = []
+    for check in checks:
+        started = time.monotonic()
+        result, tail = await runner.run(check, project)
+        command = check.command or "(checked by wizard)"
+        results.append(CheckResult(check.name, command, result, None,
+                                   round(time.monotonic() - started, 3), tail))  # fmt: skip
+    if any(r.status == "failed" and c.compare for c, r in zip(checks, results, strict=True)):
+        results = await _before_the_run(checks, results, runner, before, scratch)
+    status: CheckStatus = "passed"
+    if any(result.counts for result in results):
+        status = "failed"
+    elif all(result.status == "skipped" for result in results):
+        status = "skipped"  # nothing could be checked
+    return Verification(status, tuple(results))
+
+
+async def _before_the_run(
+    checks: Sequence[Check],
+    results: list[CheckResult],
+    runner: CheckRunner,
+    before: Callable[[Path], None],
+    scratch: Path,
+) -> list[CheckResult]:
+    folder = Path(tempfile.mkdtemp(prefix="before-", dir=scratch))
+    try:
+        await asyncio.to_thread(before, folder)
+    except Exception:  # no tree to compare with: the failure counts
+        return results
+    redone = []
+    for check, result in zip(checks, results, strict=True):
+        if result.status == "failed" and check.compare:
+            status, _ = await runner.run(check, folder)
+            result = replace(result, before=status)
+        redone.append(result)
+    return redone
+
+
+def check_runner(policy: SandboxPolicy | None, workspace: Path) -> CheckRunner:
+    """The runner for a run's checks: its sandbox policy, through the runtime's CLI."""
+    if policy is None:
+        return CheckRunner(None)
+    engine = installed_pi()
+    if engine is None:
+        return CheckRunner(None, "the sandbox runtime is not installed")
+    policy = policy.reading(engine.prefix).with_settings_file(workspace)
+    return CheckRunner((policy, engine.node, engine.sandbox_entry.with_name("cli.js")))
+
+
+def scratch_folder(temp_dir: Path | None) -> Path:
+    """Where the tree before the run is written: the run's temp folder (the sandbox lets its
+    commands read and write there), else a fresh one."""
+    if temp_dir is not None:
+        return temp_dir
+    return Path(tempfile.mkdtemp(prefix="wizard-verify-"))
+
+
+NOT_VERIFIED = "Not verified (--no-verify): nothing checked that the project still works."
+
+
+async def verified(
+    outcome: Outcome,
+    context: RunContext,
+    journal: RunJournal,
+    record: RunRecord | None,
+    temp_dir: Path | None,
+    skip: bool,
+) -> Outcome:
+    """A run that would succeed, checked: succeeded, or unverified with the check that failed
+    (the journal's record says so too). Any other ending is returned as it is."""
+    if outcome.status != "succeeded":
+        return outcome
+    if skip:
+        skipped = Verification("skipped")
+        return replace(outcome, verification=skipped, warnings=(*outcome.warnings, NOT_VERIFIED))
+    changed = record.changed if record is not None else []
+    checks = checks_for(context.program.checks, changed, context.project_dir)
+    if not checks:
+        return replace(outcome, verification=Verification("skipped"))
+    context.sink(SpinnerStarted("Checking that the project still works..."))
+    workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
+    try:
+        runner = check_runner(context.sandbox, workspace)
+        scratch = temp_dir if temp_dir is not None else workspace
+        result = await verify(checks, context.project_dir, runner,
+                              journal.materialiser(record), scratch)  # fmt: skip
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    if not result.failures:
+        context.sink(SpinnerStopped(context.program.success_message))
+        return replace(outcome, verification=result)
+    context.sink(SpinnerStopped("A check failed"))
+    journal.restate(record, "unverified")
+    return replace(
+        context.outcome("unverified", _unverified_outro(context, result), reason=_reason(result)),
+        verification=result,
+        warnings=outcome.warnings,
+    )
+
+
+def _reason(result: Verification) -> str:
+    return "; ".join(f"{check.name} failed" for check in result.failures)
+
+
+def _unverified_outro(context: RunContext, result: Verification) -> Outro:
+    failed = result.failures[0]
+    tail = f"\n\n{failed.output_tail}" if failed.output_tail else ""
+    more = len(result.failures) - 1
+    others = f" ({more} more check{'s' if more != 1 else ''} failed too)" if more else ""
+    body = (
+        f"The agent said it was done, but the check “{failed.name}” fails after its changes "
+        f"and passed before them{others}.{tail}\n\nNothing is reported as set up: review "
+        "the changes with `wizard diff`, or take them back with `wizard undo`."
+    )
+    return Outro("error", f"{context.program.label}: a check failed after the run", body)

@@ -1,0 +1,108 @@
+"""Verification: the checks after the agent's work, what counts against a run, and why."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wizard.programs.types import ProgramCheck
+from wizard.runner.verification import CheckRunner, checks_for, verify
+
+UNSANDBOXED = CheckRunner(None)  # the checks' own behaviour; the sandbox is tested live
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _before(files: dict[str, str]):  # type: ignore[no-untyped-def]
+    return lambda folder: _tree(folder, files)
+
+
+def test_the_checks_follow_what_changed_and_what_the_program_declares(tmp_path: Path) -> None:
+    files = {"a.py": "x = 1\n", "web/b.js": "let b\n", "c.json": "{}", "d.yaml": "a: 1",
+             "e.toml": "a = 1", ".claude/skills/s/x.py": "", "README.md": "# hi"}  # fmt: skip
+    _tree(tmp_path, files)
+    changed = ["a.py", "web/b.js", "c.json", "d.yaml", "e.toml", ".claude/skills/s/x.py",
+               "README.md", "gone.py"]  # fmt: skip
+    program = (ProgramCheck("file_exists", "report.md"), ProgramCheck("env_key", "API_KEY"))
+    names = [check.name for check in checks_for(program, changed, tmp_path)]
+    assert names == [
+        "report.md exists", "API_KEY is in .env", "changed Python files parse",
+        "changed JavaScript files parse", "c.json parses", "e.toml parses", "d.yaml parses",
+    ]  # fmt: skip
+    python = checks_for((), changed, tmp_path)[0].command
+    assert "a.py" in python and "x.py" not in python and "gone.py" not in python
+
+
+async def test_a_file_the_run_broke_fails_the_run(tmp_path: Path) -> None:
+    _tree(tmp_path, {"app.py": "def f(:\n    pass\n"})
+    checks = checks_for((), ["app.py"], tmp_path)
+    result = await verify(checks, tmp_path, UNSANDBOXED, _before({"app.py": "x = 1\n"}), tmp_path)
+    (check,) = result.checks
+    assert (result.status, check.status, check.before) == ("failed", "failed", "passed")
+    assert "SyntaxError" in check.output_tail and result.failures == (check,)
+
+
+async def test_a_file_that_was_already_broken_is_not_blamed_on_the_run(tmp_path: Path) -> None:
+    _tree(tmp_path, {"app.py": "def f(:\n    pass\n"})
+    checks = checks_for((), ["app.py"], tmp_path)
+    broken_before = _before({"app.py": "def f(:\n"})
+    result = await verify(checks, tmp_path, UNSANDBOXED, broken_before, tmp_path)
+    (check,) = result.checks
+    assert (result.status, check.status, check.before) == ("passed", "failed", "failed")
+
+
+async def test_a_broken_file_the_run_added_counts(tmp_path: Path) -> None:
+    _tree(tmp_path, {"new.py": "if:\n", "old.py": "x = 1\n"})
+    checks = checks_for((), ["new.py", "old.py"], tmp_path)
+    result = await verify(checks, tmp_path, UNSANDBOXED, _before({"old.py": "x = 1\n"}), tmp_path)
+    assert result.status == "failed" and result.checks[0].before == "passed"
+
+
+async def test_data_files_are_parsed_and_compared_with_before(tmp_path: Path) -> None:
+    _tree(tmp_path, {"settings.json": '{"a": 1,}', "ok.toml": "a = 1"})
+    checks = checks_for((), ["settings.json", "ok.toml"], tmp_path)
+    before = _before({"settings.json": '{"a": 1}', "ok.toml": "a = 1"})
+    result = await verify(checks, tmp_path, UNSANDBOXED, before, tmp_path)
+    assert [(c.name, c.status, c.before) for c in result.checks] == [
+        ("settings.json parses", "failed", "passed"),
+        ("ok.toml parses", "passed", None),
+    ]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+async def test_javascript_is_checked_with_node(tmp_path: Path) -> None:
+    _tree(tmp_path, {"a.js": "function (\n"})
+    checks = checks_for((), ["a.js"], tmp_path)
+    result = await verify(checks, tmp_path, UNSANDBOXED, _before({}), tmp_path)
+    assert result.status == "failed" and "SyntaxError" in result.checks[0].output_tail
+
+
+async def test_what_a_program_says_its_run_leaves_is_not_compared_with_before(
+    tmp_path: Path,
+) -> None:
+    _tree(tmp_path, {".env": "export API_KEY=set\n"})
+    program = (ProgramCheck("file_exists", "report.md"), ProgramCheck("env_key", "API_KEY"))
+    result = await verify(checks_for(program, [], tmp_path), tmp_path, UNSANDBOXED,
+                          _before({}), tmp_path)  # fmt: skip
+    report, key = result.checks
+    assert (report.status, report.before, report.output_tail) == (
+        "failed", None, "report.md was not found",
+    )  # fmt: skip
+    assert key.status == "passed" and result.status == "failed"
+
+
+async def test_commands_are_skipped_not_run_unsandboxed_without_the_runtime(
+    tmp_path: Path,
+) -> None:
+    _tree(tmp_path, {"app.py": "if:\n"})
+    runner = CheckRunner(None, "the sandbox runtime is not installed")
+    result = await verify(checks_for((), ["app.py"], tmp_path), tmp_path, runner,
+                          _before({}), tmp_path)  # fmt: skip
+    assert result.checks[0].status == "skipped" and result.status == "skipped"
