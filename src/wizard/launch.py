@@ -114,16 +114,22 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
     if outcome.run_id is None or not project.is_dir():
         return outcome
     try:
-        record = Journal(project).get(outcome.run_id)
+        journal = Journal(project)
+        record = journal.get(outcome.run_id)
     except (OSError, ValueError):
         return outcome
     if record is None:
         return outcome
+    try:
+        edits = journal.edits(record)
+    except (WizardError, OSError):
+        edits = None
     return replace(
         outcome,
         project=str(project.resolve()),
         changed_files=tuple(record.changed),
         unjournaled_changes=(*record.heavy_changed, *record.large_changed),
+        edits=edits.to_dict() if edits is not None else None,
     )
 
 

@@ -129,6 +129,8 @@ class Outcome:
     warnings: tuple[str, ...] = ()
     # The checks run after the agent's work, on a run that would have succeeded.
     verification: Verification | None = None
+    # What the run did to the files, from its journal (`journal.edits.Edits` as a dict).
+    edits: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""

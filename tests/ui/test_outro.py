@@ -89,3 +89,15 @@ def test_paths_and_commands_are_printed_whole_below_the_panel() -> None:
     assert f"Check {project}/report.md for details" in lines
     assert f"Review: wizard diff r1 --project {project}" in lines
     assert f"Undo:   wizard undo r1 --project {project}" in lines
+
+
+def test_lines_removed_from_the_users_files_are_named_most_first() -> None:
+    removed = {"settings.ini": 9, "app.py": 4, "a.txt": 2, "b.txt": 1}
+    outcome = Outcome(
+        "succeeded", "transactional-email", outro=Outro("success", "Set up"), run_id="r1",
+        changed_files=("settings.ini",), edits={"removed_from_existing": removed},
+    )  # fmt: skip
+    assert (
+        "Lines removed from files you had: settings.ini (9), app.py (4), a.txt (2) and 1 more."
+        in rendered(outcome)
+    )

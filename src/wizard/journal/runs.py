@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from wizard.atomic import write_atomically
 from wizard.config import state_root
 from wizard.errors import ConfigError, UsageError
+from wizard.journal.edits import Edits, edits_between
 from wizard.journal.store import Change, GitStore, Snapshot
 
 DEFAULT_KEEP = 20
@@ -147,6 +148,12 @@ class Journal:
         self._save(finished)
         self.prune()
         return finished
+
+    def edits(self, record: RunRecord) -> Edits | None:
+        """What a finished run did to the project's files; None if it has no after-state."""
+        if record.after is None:
+            return None
+        return edits_between(self.store, record.before, record.after)
 
     def restate(self, record: RunRecord, status: str) -> RunRecord:
         """The finished `record` with another status (a run verification found broken)."""

@@ -247,6 +247,21 @@ class GitStore:
         options = ("--stat", "-r", "--no-color", "--no-renames")
         return self._git("diff-tree", *options, old, new).decode(errors="surrogateescape")
 
+    def line_counts(self, old: str, new: str) -> dict[str, tuple[int, int] | None]:
+        """Lines added and removed per path from tree `old` to `new`, as git counts them
+        (bytes split at LF, whatever the encoding); None for a binary file."""
+        out = self._git("diff-tree", "-r", "-z", "--numstat", "--no-renames", old, new)
+        counts: dict[str, tuple[int, int] | None] = {}
+        for record in out.split(b"\0"):
+            added, _, rest = record.partition(b"\t")
+            removed, _, path = rest.partition(b"\t")
+            if not path:
+                continue
+            name = path.decode(errors="surrogateescape")
+            binary = added == b"-" or removed == b"-"
+            counts[name] = None if binary else (int(added), int(removed))
+        return counts
+
     def export(self, tree: str, dest: Path) -> None:
         """Write the files of `tree` into the folder `dest` (which must be empty): the project
         as a snapshot held it, for a check to run on. Links and modes come back as stored;

@@ -38,13 +38,13 @@ from wizard.outcome import CheckResult, CheckStatus, Outcome, Outro, Verificatio
 from wizard.programs.types import ProgramCheck
 from wizard.runner.journaling import RunJournal
 from wizard.runner.sequence.context import RunContext
+from wizard.skills.install import SKILL_FILES
 from wizard.tools.fence import child_env
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import shell_command, stop_group
 
 CHECK_TIMEOUT_S = 120.0
 TAIL_LINES = 12
-SKILL_FILES = ".claude/skills/"
 # A file missing from the tree a check runs on (one the run added, on the tree before it)
 # has nothing to parse there.
 _PYTHON_PARSE = (

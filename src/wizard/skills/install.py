@@ -20,6 +20,8 @@ from wizard.skills.skill import SKILL_FILE, read_skill
 from wizard.skills.sources import SkillFetchError, SkillSource
 
 SKILLS_ROOT = Path(".claude") / "skills"
+# How the paths of installed skills' files start, as the journal lists a project's files.
+SKILL_FILES = SKILLS_ROOT.as_posix() + "/"
 MARKER = ".wizard-skill"
 
 InstallKind = Literal[

@@ -9,9 +9,8 @@ from rich.panel import Panel
 from rich.text import Text
 
 from wizard.outcome import Outcome, exit_code
-from wizard.skills.install import SKILLS_ROOT
+from wizard.skills.install import SKILL_FILES
 
-SKILL_FILES = SKILLS_ROOT.as_posix() + "/"
 _STYLE = {"success": ("✔", "green"), "error": ("✘", "red"), "cancel": ("■", "yellow")}
 
 
@@ -58,8 +57,10 @@ def _way_back(outcome: Outcome) -> list[Text]:
         target = (
             f"{outcome.run_id} --project {outcome.project}" if outcome.project else outcome.run_id
         )
+        lines.append(Text(changed_summary(outcome.changed_files)))
+        if removed := (outcome.edits or {}).get("removed_from_existing"):
+            lines.append(Text(lines_removed(removed), style="yellow"))
         lines += [
-            Text(changed_summary(outcome.changed_files)),
             Text(f"Review: wizard diff {target}"),
             Text(f"Undo:   wizard undo {target}"),
         ]
@@ -79,3 +80,10 @@ def changed_summary(changed: tuple[str, ...] | list[str]) -> str:
     if skill:
         parts.append(f"the installed skill ({skill} file{'s' if skill != 1 else ''})")
     return f"This run changed {' and '.join(parts)}."
+
+
+def lines_removed(removed: dict[str, int]) -> str:
+    """Which of the user's files lose the most lines (deleted configuration shows here)."""
+    top = ", ".join(f"{path} ({count})" for path, count in list(removed.items())[:3])
+    more = f" and {len(removed) - 3} more" if len(removed) > 3 else ""
+    return f"Lines removed from files you had: {top}{more}. Review them before you keep them."
