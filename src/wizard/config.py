@@ -14,12 +14,16 @@
     sequence = "linear"
     model = "claude-sonnet-4-6"
 
+    [prices]                          # USD per million tokens: in, out, cache read, write
+    "my-model" = [1.0, 5.0, 0.1, 1.25]
+
 Each setting stands for the environment variable named beside it below; a variable that is
 set wins over the file, and a flag wins over both.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -59,6 +63,8 @@ class ConfigFile(_Section):
 
     gateway: GatewaySection = GatewaySection()
     run: RunSection = RunSection()
+    # Model id (prefix) → [input, output, cache read, cache write], USD per million tokens.
+    prices: dict[str, tuple[float, float, float, float]] = {}
 
 
 # (section, key) → the environment variable the setting stands for.
@@ -96,7 +102,8 @@ def read_config(path: Path) -> ConfigFile:
 
 
 _HINT = (
-    "It takes [gateway] url, key, api, refusal_marker and [run] harness, sequence, model "
+    "It takes [gateway] url, key, api, refusal_marker, [run] harness, sequence, model and "
+    "[prices] "
     "(see the README's Configuration); fix it or move it away."
 )
 
@@ -109,6 +116,8 @@ def with_config(environ: Mapping[str, str]) -> dict[str, str]:
         value = getattr(getattr(config, section), key)
         if value is not None:
             merged[variable] = value
+    if config.prices:
+        merged["WIZARD_PRICES"] = json.dumps(config.prices)
     return {**merged, **environ}
 
 

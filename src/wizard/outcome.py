@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -33,6 +33,48 @@ class AgentErrorType(StrEnum):
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What a run (or one task of it) used: model requests and their retries, tokens, the
+    agent's turns, the time a model request was in flight (`model_seconds`), the time tools
+    ran, the wall time, and the cost (None for a model without a known price)."""
+
+    model_requests: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    turns: int = 0
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    cost_usd: float | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        """Both together: counts and times summed; a cost only if both have one."""
+        cost = None
+        if self.cost_usd is not None and other.cost_usd is not None:
+            cost = round(self.cost_usd + other.cost_usd, 8)
+        summed = {name: getattr(self, name) + getattr(other, name) for name in _SUMMED}
+        return replace(self, **summed, cost_usd=cost)
+
+    def summary(self) -> str:
+        """One line a user reads."""
+        cost = f", ${self.cost_usd:.2f}" if self.cost_usd is not None else ""
+        return (
+            f"Model: {self.model_requests} request{'s' if self.model_requests != 1 else ''}, "
+            f"{self.model_seconds:.0f} s working, {self.input_tokens:,} tokens in, "
+            f"{self.output_tokens:,} out{cost}; {self.wall_seconds:.0f} s in all."
+        )
+
+
+_SUMMED = (
+    "model_requests", "retries", "input_tokens", "output_tokens", "cache_read_tokens",
+    "cache_write_tokens", "turns", "model_seconds", "tool_seconds", "wall_seconds",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class AgentResult:
     """What a harness returns: success when `error` is None."""
 
@@ -44,6 +86,8 @@ class AgentResult:
     # When the run ended itself (its stop marker latched, or the fence's violation), on the
     # monotonic clock: of several runs that stop at once, the first in time decides.
     stopped_at: float | None = field(default=None, compare=False)
+    # What the run used (the driver measures it at the gateway edge).
+    usage: Usage | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -131,6 +175,9 @@ class Outcome:
     verification: Verification | None = None
     # What the run did to the files, from its journal (`journal.edits.Edits` as a dict).
     edits: Mapping[str, Any] | None = None
+    # What the run used: requests, tokens, model time, cost (summed over an orchestrator's
+    # runs, each task's in its `tasks` entry).
+    usage: Usage | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""

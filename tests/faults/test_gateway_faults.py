@@ -85,3 +85,19 @@ async def test_a_rate_limit_that_lasts_ends_after_the_policy(tmp_path: Path) -> 
     live = await run_live(tmp_path, {"responses": [limited] * 3}, retries=2)
     assert live.result.error is AgentErrorType.RATE_LIMIT
     assert len(live.gateway.requests) == 3
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_usage_is_measured_at_the_gateway_edge_retries_included(
+    tmp_path: Path, api: Any
+) -> None:
+    (tmp_path / "app.py").write_text("print('hi')\n")
+    busy = {"error": {"status": 529, "body": "overloaded", "retry_after": 0}}
+    scenario = {"responses": [busy, READ, DONE, REMARK]}
+    live = await run_live(tmp_path, scenario, api=api, retries=2)
+    usage = live.result.usage
+    assert live.result.ok and usage is not None, live.result
+    assert (usage.model_requests, usage.retries) == (len(live.gateway.requests), 1)
+    assert usage.input_tokens > 0 and usage.output_tokens > 0  # the gateway's own counts
+    assert 0 < usage.model_seconds <= usage.wall_seconds
+    assert usage.turns >= 2 and usage.cost_usd is None  # "scripted-1" has no price

@@ -27,6 +27,7 @@ from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.anthropic.harness import AnthropicHarness
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, Harness
+from wizard.runner.harness.usage import price_table
 from wizard.runner.journaling import RunJournal
 from wizard.runner.sandboxing import RunSandbox
 from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
@@ -174,6 +175,7 @@ async def _run(
         sink=request.sink,
         ask=request.ask,
         engine_timeout=number_setting(request.environ, "WIZARD_ENGINE_TIMEOUT", 150.0, float),
+        prices=price_table(request.environ),
         run_id=request.run_id,
         max_parallel=_max_parallel(request),
         sandbox=sandbox.policy,

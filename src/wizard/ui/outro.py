@@ -68,6 +68,8 @@ def _way_back(outcome: Outcome) -> list[Text]:
         folders = ", ".join(outcome.unjournaled_changes)
         lines.append(Text(f"Also changed, and not journaled (undo leaves them): {folders}"))
     lines += [Text(f"Warning: {warning}", style="yellow") for warning in outcome.warnings]
+    if outcome.usage is not None and outcome.usage.model_requests:
+        lines.append(Text(outcome.usage.summary(), style="dim"))
     return lines
 
 

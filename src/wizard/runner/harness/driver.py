@@ -18,8 +18,9 @@ completion guard: the queue says whether the task reported.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from wizard.errors import EngineError
@@ -88,20 +89,30 @@ async def drive(
     run = RunState(inputs, engine, skill_markers=detection.skill_markers(inputs))
     if inputs.spinner_message:
         inputs.sink(SpinnerStarted(inputs.spinner_message))
+    proxy = _proxy(inputs)
+    watchdog = EngineWatchdog(engine, inputs.engine_timeout, lambda: None)
     try:
-        async with _proxy(inputs) as proxy:
+        async with proxy:
             session = open_session(_launch(run, proxy))
+            watchdog.pid = lambda: session.pid
             try:
                 await session.start()
                 inputs.sink(LogLine(f"the {engine} engine is ready", "debug"))
                 session.subscribe(RunListener(run.latch, run.output))
-                watchdog = EngineWatchdog(engine, inputs.engine_timeout, lambda: session.pid)
                 session.subscribe(watchdog)
-                return await _Conversation(session, run, detection, proxy, watchdog).run()
+                result = await _Conversation(session, run, detection, proxy, watchdog).run()
             finally:
                 await _close(session)
     except EngineError as exc:
-        return endings.interrupted(run) or endings.engine_failed(run, str(exc))
+        result = endings.interrupted(run) or endings.engine_failed(run, str(exc))
+    usage = proxy.meter.usage(
+        inputs.model,
+        inputs.prices,
+        turns=run.output.assistant_turns,
+        tool_seconds=round(watchdog.tool_seconds, 3),
+        wall_seconds=round(time.monotonic() - run.started, 3),
+    )
+    return replace(result, usage=usage)
 
 
 async def _close(session: AgentSession) -> None:

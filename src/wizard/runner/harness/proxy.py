@@ -44,6 +44,7 @@ from typing import Any
 import httpx
 
 from wizard.httpserver import BadRequest, HttpConnection, Request
+from wizard.runner.harness.usage import UsageMeter
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,14 @@ class StreamCheck:
     """Watches a streamed reply for its terminator, for events that are not JSON, and for a
     tool call whose arguments grow past `MAX_STREAMED_TOOL_ARGS`."""
 
-    def __init__(self, api: str, max_tool_args: int = MAX_STREAMED_TOOL_ARGS) -> None:
+    def __init__(
+        self,
+        api: str,
+        max_tool_args: int = MAX_STREAMED_TOOL_ARGS,
+        on_event: Callable[[dict[str, Any]], None] = lambda event: None,
+    ) -> None:
         self.api = api
+        self._on_event = on_event
         self.events = 0
         self.complete = False
         self._pending = b""
@@ -120,6 +127,7 @@ class StreamCheck:
             return "the gateway sent an event that is not valid JSON"
         if not isinstance(event, dict):
             return None
+        self._on_event(event)
         if self.api == "anthropic":
             self.complete |= event.get("type") == "message_stop"
         else:
@@ -169,6 +177,7 @@ class GatewayProxy:
         self.fault: str | None = None
         self._out_of_reach = "no answer"  # why the last attempt could not connect
         self.requests = 0
+        self.meter = UsageMeter()
         self._server: asyncio.Server | None = None
         self._client: httpx.AsyncClient | None = None
 
@@ -207,13 +216,17 @@ class GatewayProxy:
                 return
             if not self._authorised(request.headers):
                 return await connection.respond(401, _CLOSE, b"Unauthorized")
-            response = await self._send(self._upstream_request(request))
-            if response is None:
-                return await self._unreachable(connection)
+            self.meter.started()
             try:
-                await self._pipe(response, connection, _api_of(request.target))
+                response = await self._send(self._upstream_request(request))
+                if response is None:
+                    return await self._unreachable(connection)
+                try:
+                    await self._pipe(response, connection, _api_of(request.target))
+                finally:
+                    await response.aclose()
             finally:
-                await response.aclose()
+                self.meter.ended()
         except (ConnectionError, BadRequest, OSError) as exc:
             log.debug("gateway proxy relay ended: %s", exc)
         finally:
@@ -244,6 +257,8 @@ class GatewayProxy:
         started, policy = time.monotonic(), self.policy
         for attempt in range(policy.max_retries + 1):
             self.requests += 1
+            self.meter.requests += 1
+            self.meter.retries += attempt > 0
             response: httpx.Response | None = None
             try:
                 response = await self._client.send(request, stream=True)
@@ -274,7 +289,9 @@ class GatewayProxy:
     async def _pipe(self, response: httpx.Response, connection: HttpConnection, api: str) -> None:
         """Relay the response as it comes; cut it in error at the first sign of a fault."""
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
-        check = StreamCheck(api) if streamed and response.status_code == 200 else None
+        check = None
+        if streamed and response.status_code == 200:
+            check = StreamCheck(api, on_event=lambda event: self.meter.event(api, event))
         headers = [(n, v) for n, v in response.headers.items() if n.lower() not in _HOP_BY_HOP]
         await connection.respond(response.status_code, [*headers, *_CLOSE])
         try:

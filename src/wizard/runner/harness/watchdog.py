@@ -27,17 +27,24 @@ class EngineWatchdog:
     def __init__(self, engine: str, timeout: float, pid: Callable[[], int | None]) -> None:
         self.engine = engine
         self.timeout = timeout
-        self._pid = pid
+        self.pid = pid
         self._last_event = time.monotonic()
         self._tools_running = 0
+        self._tools_since = 0.0
+        # How long at least one tool ran (the run's `tool_seconds`).
+        self.tool_seconds = 0.0
 
     def __call__(self, event: dict[str, Any]) -> None:
-        self._last_event = time.monotonic()
+        now = self._last_event = time.monotonic()
         kind = event.get("type")
         if kind == "tool_start":
+            if self._tools_running == 0:
+                self._tools_since = now
             self._tools_running += 1
-        elif kind == "tool_end":
-            self._tools_running = max(0, self._tools_running - 1)
+        elif kind == "tool_end" and self._tools_running:
+            self._tools_running -= 1
+            if self._tools_running == 0:
+                self.tool_seconds += now - self._tools_since
 
     async def watch(self, turn: Awaitable[PromptResult]) -> PromptResult:
         """The turn's result, or `EngineError` once the engine hung (the turn is cancelled)."""
@@ -57,7 +64,7 @@ class EngineWatchdog:
             with contextlib.suppress(TimeoutError):
                 return await asyncio.wait_for(asyncio.shield(pending), min(timeout, 1.0))
             now = time.monotonic()
-            stopped_since = (stopped_since or now) if is_stopped(self._pid()) else None
+            stopped_since = (stopped_since or now) if is_stopped(self.pid()) else None
             if stopped_since is not None and now - stopped_since >= timeout:
                 raise EngineError(
                     f"{self.engine} has been stopped (not running) for {timeout:g} s."

@@ -10,6 +10,7 @@ from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.types import GatewaySettings
+from wizard.runner.harness.usage import PRICES
 from wizard.signals import AbortSource
 from wizard.skills.install import SkillInstall, install_skill
 from wizard.skills.sources import SkillSource
@@ -46,6 +47,8 @@ class RunContext:
     sink: EventSink
     ask: AskFunction | None = None
     engine_timeout: float = 150.0
+    # Model prices for the usage's cost (`runner.harness.usage.price_table`).
+    prices: Mapping[str, tuple[float, ...]] = field(default_factory=lambda: dict(PRICES))
     run_id: str = "run"
     # The orchestrator's limit on task runs at once (`--max-parallel`).
     max_parallel: int = DEFAULT_MAX_PARALLEL

@@ -9,6 +9,8 @@ outro.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from wizard.outcome import Outcome
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.types import Harness, RunInputs
@@ -51,8 +53,9 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             sink=ctx.sink,
             tools=host_tools(ctx),
             engine_timeout=ctx.engine_timeout,
+            prices=ctx.prices,
             sandbox=ctx.sandbox,
             detect_skill_aborts=bool(program.abort_cases),
         )
     )
-    return route_result(ctx, result)
+    return replace(route_result(ctx, result), usage=result.usage)

@@ -19,7 +19,7 @@ from typing import Any
 
 from wizard.config import state_root
 from wizard.events import AnalyticsEvent, QueueTaskChanged, SpinnerStarted, SpinnerStopped
-from wizard.outcome import AgentErrorType, AgentResult, Outcome, Outro
+from wizard.outcome import AgentErrorType, AgentResult, Outcome, Outro, Usage
 from wizard.runner.harness.types import Harness, TaskRunInputs
 from wizard.runner.sequence.context import RunContext, host_tools, install_program_skill
 from wizard.runner.sequence.orchestrator.executor import drain
@@ -59,6 +59,18 @@ class _Orchestrator:
     # The tasks a resumed run carried over as finished (they do not run again).
     carried: list[str] = field(default_factory=list)
     queue: TaskQueue = field(init=False)
+    # What the planner's and the tasks' runs used, in all and by task id (a retried task
+    # adds up its attempts).
+    usage: Usage = field(default_factory=Usage)
+    task_usage: dict[str, Usage] = field(default_factory=dict)
+
+    def used(self, task: QueuedTask | None, result: AgentResult) -> AgentResult:
+        """Count what a run used; its result."""
+        usage = result.usage or Usage()
+        self.usage += usage
+        if task is not None:
+            self.task_usage[task.id] = self.task_usage.get(task.id, Usage()) + usage
+        return result
 
     def __post_init__(self) -> None:
         self.queue = TaskQueue(queue_path(self.ctx.run_id), self.ctx.run_id, self._transition)
@@ -112,6 +124,7 @@ class _Orchestrator:
             sink=ctx.sink,
             tools=tools,
             engine_timeout=ctx.engine_timeout,
+            prices=ctx.prices,
             sandbox=ctx.sandbox,
             detect_skill_aborts=bool(ctx.program.abort_cases),
             **run,
@@ -122,19 +135,22 @@ class _Orchestrator:
         plan = self.ctx.program.orchestration
         optional = [t.id for t in plan.task_types if t.optional]
         enqueue = enqueue_tool(self.queue, [t.id for t in plan.task_types], optional)
-        return await self.harness.run_task(
-            self.inputs(
-                seed_prompt(self.ctx.program, self.install),
-                enqueue,
-                allowed=self.ctx.program.allowed_tools,
-                disallowed=_PLANNER_READS_ONLY,
-                spinner_message="Planning the setup...",
-                success_message="Planned the setup",
-                error_message="Planning failed",
-                settled=lambda: bool(self.queue.tasks()),
-                nudge=SEED_NUDGE,
-                analytics=self.labels(None),
-            )
+        return self.used(
+            None,
+            await self.harness.run_task(
+                self.inputs(
+                    seed_prompt(self.ctx.program, self.install),
+                    enqueue,
+                    allowed=self.ctx.program.allowed_tools,
+                    disallowed=_PLANNER_READS_ONLY,
+                    spinner_message="Planning the setup...",
+                    success_message="Planned the setup",
+                    error_message="Planning failed",
+                    settled=lambda: bool(self.queue.tasks()),
+                    nudge=SEED_NUDGE,
+                    analytics=self.labels(None),
+                )
+            ),
         )
 
     async def run_task(self, task: QueuedTask) -> AgentResult:
@@ -145,19 +161,22 @@ class _Orchestrator:
         def reported() -> bool:
             return self.queue.get(task.id).reported
 
-        return await self.harness.run_task(
-            self.inputs(
-                task_prompt(program, self.install, self.queue, task),
-                complete_tool(self.queue, task.id),
-                model=kind.model,
-                allowed=kind.allowed_tools or program.allowed_tools,
-                disallowed=kind.disallowed_tools,
-                spinner_message="",
-                settled=reported,
-                reported=reported,
-                nudge=TASK_NUDGE,
-                analytics=self.labels(task),
-            )
+        return self.used(
+            task,
+            await self.harness.run_task(
+                self.inputs(
+                    task_prompt(program, self.install, self.queue, task),
+                    complete_tool(self.queue, task.id),
+                    model=kind.model,
+                    allowed=kind.allowed_tools or program.allowed_tools,
+                    disallowed=kind.disallowed_tools,
+                    spinner_message="",
+                    settled=reported,
+                    reported=reported,
+                    nudge=TASK_NUDGE,
+                    analytics=self.labels(task),
+                )
+            ),
         )
 
     def labels(self, task: QueuedTask | None) -> dict[str, Any]:
@@ -290,9 +309,16 @@ def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
     """The outcome, with the queue's final state for `--outcome-json` (and, for a resumed
     run, which tasks it carried over as finished)."""
     tasks = tuple(
-        {**_summary(asdict(t)), "carried_over": t.id in run.carried} for t in run.queue.tasks()
+        {
+            **_summary(asdict(t)),
+            "carried_over": t.id in run.carried,
+            "usage": asdict(run.task_usage[t.id]) if t.id in run.task_usage else None,
+        }
+        for t in run.queue.tasks()
     )
-    return replace(outcome, tasks=tasks, resumed_from=run.ctx.resume_from)
+    wall = round(time.monotonic() - run.started, 3)  # the run's, not its tasks' summed
+    usage = replace(run.usage, wall_seconds=wall)
+    return replace(outcome, tasks=tasks, resumed_from=run.ctx.resume_from, usage=usage)
 
 
 def saved_tasks(run_id: str) -> tuple[dict[str, Any], ...]:

@@ -1,0 +1,115 @@
+"""What a run uses, measured at the gateway edge: requests, retries, tokens, model time, cost.
+
+The proxy sees every model request and every event of every reply, whichever engine sent it,
+so the meter lives there: `model_seconds` is the time at least one request was in flight
+(active model time, not wall time), and the tokens are the gateway's own counts (Anthropic's
+`message_start` / `message_delta` usage, OpenAI's `usage` chunk). `cost_usd` comes from the
+price table below (US dollars per million tokens, as the model makers list them), which the
+config file's `[prices]` (or `WIZARD_PRICES`, JSON) extends or overrides; a model in
+neither has no cost (None), never a guessed one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from wizard.errors import ConfigError
+from wizard.outcome import Usage
+
+# Model id prefix → (input, output, cache read, cache write), USD per million tokens.
+PRICES: dict[str, tuple[float, float, float, float]] = {
+    "claude-sonnet-4": (3.0, 15.0, 0.30, 3.75),
+    "claude-haiku-4-5": (1.0, 5.0, 0.10, 1.25),
+}
+
+
+class UsageMeter:
+    """Counts one session's model requests and what their replies said they used."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.retries = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cache_read_tokens = 0
+        self.cache_write_tokens = 0
+        self.model_seconds = 0.0
+        self._in_flight = 0
+        self._since = 0.0
+        self._pending_output = 0
+
+    def started(self) -> None:
+        """A model request went out."""
+        if self._in_flight == 0:
+            self._since = time.monotonic()
+        self._in_flight += 1
+
+    def ended(self) -> None:
+        """A model request's reply ended (or broke)."""
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self.model_seconds += time.monotonic() - self._since
+
+    def event(self, api: str, event: Mapping[str, Any]) -> None:
+        """One event of a streamed reply: the usage it reports, if any."""
+        if api == "anthropic":
+            kind = event.get("type")
+            if kind == "message_start":
+                usage = (event.get("message") or {}).get("usage") or {}
+                self.input_tokens += int(usage.get("input_tokens") or 0)
+                self.cache_read_tokens += int(usage.get("cache_read_input_tokens") or 0)
+                self.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
+                self._pending_output = int(usage.get("output_tokens") or 0)
+            elif kind == "message_delta":  # the reply's output so far, counted once at stop
+                usage = event.get("usage") or {}
+                self._pending_output = int(usage.get("output_tokens") or self._pending_output)
+            elif kind == "message_stop":
+                self.output_tokens += self._pending_output
+                self._pending_output = 0
+            return
+        usage = event.get("usage")
+        if isinstance(usage, Mapping):
+            cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+            self.input_tokens += int(usage.get("prompt_tokens") or 0) - cached
+            self.cache_read_tokens += cached
+            self.output_tokens += int(usage.get("completion_tokens") or 0)
+
+    def usage(self, model: str, prices: Mapping[str, tuple[float, ...]], **rest: Any) -> Usage:
+        """This meter's counts as a `Usage` (with `rest`: turns and times), costed."""
+        usage = Usage(
+            model_requests=self.requests,
+            retries=self.retries,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            model_seconds=round(self.model_seconds, 3),
+            **rest,
+        )
+        price = next((p for prefix, p in prices.items() if model.startswith(prefix)), None)
+        if price is None:
+            return usage
+        tokens = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+                  usage.cache_write_tokens)  # fmt: skip
+        cost = sum(count * rate for count, rate in zip(tokens, price, strict=False)) / 1e6
+        return Usage(**{**usage.__dict__, "cost_usd": round(cost, 8)})
+
+
+def price_table(environ: Mapping[str, str]) -> dict[str, tuple[float, ...]]:
+    """The price table, with `WIZARD_PRICES` (the config file's `[prices]`) over it: longer
+    prefixes first, so `claude-sonnet-4-6` set there wins over `claude-sonnet-4`."""
+    table: dict[str, tuple[float, ...]] = dict(PRICES)
+    if raw := environ.get("WIZARD_PRICES"):
+        try:
+            extra = json.loads(raw)
+            table.update({str(k): tuple(float(x) for x in v) for k, v in extra.items()})
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ConfigError(
+                f"WIZARD_PRICES is not a price table: {exc}",
+                'Give it as JSON: {"model-id": [input, output, cache_read, cache_write]} in '
+                "US dollars per million tokens, or as [prices] in the config file.",
+            ) from exc
+    return dict(sorted(table.items(), key=lambda item: -len(item[0])))
