@@ -105,6 +105,21 @@ AllowInsecure = Annotated[
     ),
 ]
 Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
+MaxTurns = Annotated[
+    int | None,
+    typer.Option("--max-turns", callback=_at_least_one,
+                 help="End the run at its model request after N.  [env var: WIZARD_MAX_TURNS]"),
+]  # fmt: skip
+MaxCost = Annotated[
+    float | None,
+    typer.Option("--max-cost", help="End the run once it has cost this many USD (needs the "
+                 "model's price).  [env var: WIZARD_MAX_COST]"),
+]  # fmt: skip
+MaxTime = Annotated[
+    str | None,
+    typer.Option("--max-time", help="End the run after this long, e.g. 10m or 1h.  "
+                 "[env var: WIZARD_MAX_TIME]"),
+]  # fmt: skip
 NoVerify = Annotated[
     bool,
     typer.Option(
@@ -185,10 +200,12 @@ def _options(
     max_parallel: int | None,
     no_sandbox: bool = False,
     no_verify: bool = False,
+    budget: tuple[int | None, float | None, str | None] = (None, None, None),
 ) -> LaunchOptions:
     from wizard.launch import LaunchOptions
     from wizard.programs.types import ProgramBinding
     from wizard.runner.gateway import GatewayFlags
+    from wizard.runner.harness.usage import BudgetFlags
 
     return LaunchOptions(
         project=project,
@@ -200,6 +217,7 @@ def _options(
         max_parallel=max_parallel,
         no_sandbox=no_sandbox,
         no_verify=no_verify,
+        budget=BudgetFlags(*budget),
     )
 
 
@@ -223,6 +241,9 @@ def run(
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
     no_verify: NoVerify = False,
+    max_turns: MaxTurns = None,
+    max_cost: MaxCost = None,
+    max_time: MaxTime = None,
 ) -> None:
     """Run a program on a project."""
     from wizard.programs import get_program
@@ -244,6 +265,7 @@ def run(
         max_parallel,
         no_sandbox,
         no_verify,
+        (max_turns, max_cost, max_time),
     )
     _launch(config, options, outcome_json)
 
@@ -266,6 +288,9 @@ def skill(
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
     no_verify: NoVerify = False,
+    max_turns: MaxTurns = None,
+    max_cost: MaxCost = None,
+    max_time: MaxTime = None,
 ) -> None:
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
@@ -283,6 +308,7 @@ def skill(
         max_parallel,
         no_sandbox,
         no_verify,
+        (max_turns, max_cost, max_time),
     )
     _launch(skill_program(name), options, outcome_json)
 
@@ -463,6 +489,9 @@ def resume(
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
     no_verify: NoVerify = False,
+    max_turns: MaxTurns = None,
+    max_cost: MaxCost = None,
+    max_time: MaxTime = None,
 ) -> None:
     """Carry on an interrupted orchestrator run: finished tasks do not run again."""
     from dataclasses import replace
@@ -477,7 +506,8 @@ def resume(
         raise _usage_error(exc, run or "resume", ci, outcome_json) from exc
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(project, record.harness, "orchestrator", None, None, ci, gateway,
-                       verbose, max_parallel, no_sandbox, no_verify)  # fmt: skip
+                       verbose, max_parallel, no_sandbox, no_verify,
+                       (max_turns, max_cost, max_time))  # fmt: skip
     _launch(config, replace(options, resume_from=record.run_id), outcome_json)
 
 

@@ -13,6 +13,9 @@
     harness = "pi"
     sequence = "linear"
     model = "claude-sonnet-4-6"
+    max_turns = 60                    # budgets: model turns, USD, wall time
+    max_cost = 2.5
+    max_time = "20m"
 
     [prices]                          # USD per million tokens: in, out, cache read, write
     "my-model" = [1.0, 5.0, 0.1, 1.25]
@@ -56,6 +59,9 @@ class RunSection(_Section):
     harness: str | None = None
     sequence: str | None = None
     model: str | None = None
+    max_turns: int | None = None
+    max_cost: float | None = None
+    max_time: str | None = None
 
 
 class ConfigFile(_Section):
@@ -76,6 +82,9 @@ VARIABLES = {
     ("run", "harness"): "WIZARD_HARNESS",
     ("run", "sequence"): "WIZARD_SEQUENCE",
     ("run", "model"): "WIZARD_MODEL",
+    ("run", "max_turns"): "WIZARD_MAX_TURNS",
+    ("run", "max_cost"): "WIZARD_MAX_COST",
+    ("run", "max_time"): "WIZARD_MAX_TIME",
 }
 
 
@@ -102,8 +111,8 @@ def read_config(path: Path) -> ConfigFile:
 
 
 _HINT = (
-    "It takes [gateway] url, key, api, refusal_marker, [run] harness, sequence, model and "
-    "[prices] "
+    "It takes [gateway] url, key, api, refusal_marker, [run] harness, sequence, model, "
+    "max_turns, max_cost, max_time and [prices] "
     "(see the README's Configuration); fix it or move it away."
 )
 
@@ -115,7 +124,7 @@ def with_config(environ: Mapping[str, str]) -> dict[str, str]:
     for (section, key), variable in VARIABLES.items():
         value = getattr(getattr(config, section), key)
         if value is not None:
-            merged[variable] = value
+            merged[variable] = str(value)
     if config.prices:
         merged["WIZARD_PRICES"] = json.dumps(config.prices)
     return {**merged, **environ}

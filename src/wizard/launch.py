@@ -15,7 +15,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Literal, cast
@@ -30,6 +30,7 @@ from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
 from wizard.runner import RunRequest, run_program
 from wizard.runner.gateway import GatewayFlags
+from wizard.runner.harness.usage import BudgetFlags
 from wizard.runner.sequence.orchestrator.sequence import saved_tasks
 from wizard.skills.sources import (
     BundledSkills,
@@ -59,6 +60,7 @@ class LaunchOptions:
     max_parallel: int | None = None
     no_sandbox: bool = False
     no_verify: bool = False
+    budget: BudgetFlags = field(default_factory=BudgetFlags)
     # `wizard resume`: the interrupted orchestrator run to carry on.
     resume_from: str | None = None
 
@@ -296,5 +298,6 @@ def _request(
         max_parallel=options.max_parallel,
         no_sandbox=options.no_sandbox,
         no_verify=options.no_verify,
+        budget=options.budget,
         resume_from=options.resume_from,
     )

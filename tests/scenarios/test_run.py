@@ -219,3 +219,27 @@ def test_skill_command_without_abort_cases_shows_the_generic_screen(
     outro = ci_lines(proc.stdout)[-1]["outro"]
     assert (outro["message"], outro["body"]) == ("foo aborted", "nothing to do")
     assert outro["docs_url"] == "https://posthog.com/docs"
+
+
+def test_a_turn_budget_ends_the_run_as_budget_exceeded_and_keeps_undo(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("print('hi')\n")
+    write = {"tool_call": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}}}
+    url, _ = gateway_process({"responses": [
+        {"blocks": [write]}, {"blocks": [{"text": "never requested"}]},
+    ]})  # fmt: skip
+    outcome_file = tmp_path / "outcome.json"
+    proc = run_wizard(
+        "run", "transactional-email", "--project", str(project), "--ci", "--max-turns", "1",
+        "--outcome-json", str(outcome_file), env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    outcome = json.loads(outcome_file.read_text())
+    assert (outcome["status"], outcome["error_type"]) == ("failed", "WIZARD_BUDGET_EXCEEDED")
+    assert outcome["outro"]["message"] == "The run reached its budget"
+    assert "the turn budget (1) is spent" in outcome["reason"]
+    assert outcome["usage"]["model_requests"] == 1
+    assert "a.txt" in outcome["changed_files"]  # what it did before is journaled: undo works

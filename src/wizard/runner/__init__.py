@@ -27,7 +27,7 @@ from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.runner.harness.anthropic.harness import AnthropicHarness
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, Harness
-from wizard.runner.harness.usage import price_table
+from wizard.runner.harness.usage import BudgetFlags, RunSpend, price_table, run_budget
 from wizard.runner.journaling import RunJournal
 from wizard.runner.sandboxing import RunSandbox
 from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
@@ -60,6 +60,8 @@ class RunRequest:
     no_sandbox: bool = False
     # Skip the checks after the agent's work (`--no-verify`): the outcome warns of it.
     no_verify: bool = False
+    # `--max-turns`, `--max-cost`, `--max-time`; unset, `WIZARD_MAX_TURNS` / `_COST` / `_TIME`.
+    budget: BudgetFlags = field(default_factory=BudgetFlags)
     # `wizard resume`: carry on the queue of this interrupted orchestrator run.
     resume_from: str | None = None
 
@@ -135,6 +137,9 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
             "Use --harness pi for an OpenAI-compatible gateway, or point the gateway at an "
             "Anthropic Messages endpoint.",
         )
+    prices = price_table(request.environ)
+    budget = run_budget(request.budget, request.environ, binding.model, prices)
+    spend = RunSpend(budget, binding.model, prices)
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
     project = request.project_dir.resolve()
@@ -153,7 +158,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
                        binding.model, gateway.url, sandbox.policy is not None)
         )  # fmt: skip
         try:
-            outcome = await _run(request, binding, gateway, harness, sandbox)
+            outcome = await _run(request, binding, gateway, harness, sandbox, spend)
         finally:
             sandbox.close()
     return replace(outcome, warnings=(*sandbox.warnings, *outcome.warnings))
@@ -165,6 +170,7 @@ async def _run(
     gateway: GatewaySettings,
     harness: Harness,
     sandbox: RunSandbox,
+    spend: RunSpend,
 ) -> Outcome:
     context = RunContext(
         program=request.program,
@@ -175,7 +181,8 @@ async def _run(
         sink=request.sink,
         ask=request.ask,
         engine_timeout=number_setting(request.environ, "WIZARD_ENGINE_TIMEOUT", 150.0, float),
-        prices=price_table(request.environ),
+        prices=spend.prices,
+        spend=spend,
         run_id=request.run_id,
         max_parallel=_max_parallel(request),
         sandbox=sandbox.policy,

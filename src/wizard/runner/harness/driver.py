@@ -134,6 +134,7 @@ def _proxy(inputs: RunInputs) -> GatewayProxy:
         policy=RetryPolicy(max_retries=gateway.retries),
         idle_timeout=gateway.idle_timeout,
         notify=lambda message: inputs.sink(SpinnerMessage(message)),
+        spend=inputs.spend,
     )
 
 
@@ -180,6 +181,8 @@ class _Conversation:
             end = await self._turn(nudge)
         if (ending := endings.interrupted(run)) is not None:
             return ending
+        if self.proxy.over_budget is not None:
+            return endings.over_budget(run, self.proxy.over_budget)
         if end.stop_reason == "error":
             return endings.failed(run, end.error_message or "the model request failed")
         if run.task is not None:  # the queue, not the harness, says whether the task reported

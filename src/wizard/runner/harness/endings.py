@@ -61,6 +61,14 @@ def failed(run: RunState, message: str) -> AgentResult:
     return AgentResult(error, shown)
 
 
+def over_budget(run: RunState, why: str) -> AgentResult:
+    """The run's budget was spent: its next model request was refused."""
+    run.stop(run.inputs.error_message)
+    run.inputs.sink(LogLine(f"budget reached: {why}", "warning"))
+    run.emit("agent aborted", **run.timing(), budget=why)
+    return AgentResult(AgentErrorType.BUDGET_EXCEEDED, why)
+
+
 def engine_failed(run: RunState, message: str) -> AgentResult:
     """The engine crashed, hung or could not start."""
     run.stop(run.inputs.error_message)

@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 
 from wizard.httpserver import BadRequest, HttpConnection, Request
-from wizard.runner.harness.usage import UsageMeter
+from wizard.runner.harness.usage import RunSpend, UsageMeter
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +167,7 @@ class GatewayProxy:
         policy: RetryPolicy | None = None,
         idle_timeout: float = 90.0,
         notify: Callable[[str], None] = lambda message: None,
+        spend: RunSpend | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self._key = key
@@ -177,7 +178,11 @@ class GatewayProxy:
         self.fault: str | None = None
         self._out_of_reach = "no answer"  # why the last attempt could not connect
         self.requests = 0
-        self.meter = UsageMeter()
+        # What the run has spent (shared by its sessions); this session's part of it.
+        self.spend = spend
+        self.meter = spend.meter() if spend is not None else UsageMeter()
+        # Why a request was refused: the run's budget was spent (then no request goes out).
+        self.over_budget: str | None = None
         self._server: asyncio.Server | None = None
         self._client: httpx.AsyncClient | None = None
 
@@ -216,6 +221,9 @@ class GatewayProxy:
                 return
             if not self._authorised(request.headers):
                 return await connection.respond(401, _CLOSE, b"Unauthorized")
+            if self.spend is not None and (why := self.spend.exceeded()) is not None:
+                return await self._refuse(connection, why)
+            self.meter.turns += 1
             self.meter.started()
             try:
                 response = await self._send(self._upstream_request(request))
@@ -277,6 +285,15 @@ class GatewayProxy:
                 self._notify(f"gateway busy (answered {status}), retrying in {delay:.0f} s")
             await asyncio.sleep(delay)
         return None  # pragma: no cover - the loop always returns
+
+    async def _refuse(self, connection: HttpConnection, why: str) -> None:
+        """The run's budget is spent: the engine's next request is answered with an error it
+        does not retry, and the run ends on it."""
+        self.over_budget = self.over_budget or why
+        message = f"wizard: {why}"
+        payload = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+        headers = [("content-type", "application/json"), *_CLOSE]
+        await connection.respond(400, headers, json.dumps(payload).encode())
 
     async def _unreachable(self, connection: HttpConnection) -> None:
         """Out of reach after every retry: the run's error is the real reason, said once."""

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from wizard.events import EventSink
 from wizard.outcome import AgentResult
 from wizard.runner.harness.gate import ToolGate
-from wizard.runner.harness.usage import PRICES
+from wizard.runner.harness.usage import PRICES, RunSpend
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.tools.base import HostTool
 from wizard.tools.fence import Fence
@@ -138,6 +138,8 @@ class RunInputs:
     engine_timeout: float = 150.0
     # Model prices for the usage's cost (`runner.harness.usage.price_table`).
     prices: Mapping[str, tuple[float, ...]] = field(default_factory=lambda: dict(PRICES))
+    # What the whole run has spent, against its budget; shared by its sessions.
+    spend: RunSpend | None = field(default=None, repr=False)
     # The program's host tools, built over the run's fence (which resolves their paths).
     tools: Callable[[Fence], Sequence[HostTool]] = lambda fence: ()
     # Whether the agent keeps a todo list (TaskCreate…) that must be finished to succeed.

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from wizard.errors import ConfigError
+from wizard.errors import ConfigError, UsageError
 from wizard.outcome import Usage
 
 # Model id prefix → (input, output, cache read, cache write), USD per million tokens.
@@ -30,7 +31,8 @@ class UsageMeter:
     """Counts one session's model requests and what their replies said they used."""
 
     def __init__(self) -> None:
-        self.requests = 0
+        self.requests = 0  # sent to the gateway, retries included
+        self.turns = 0  # model requests the engine made (its turns), each counted once
         self.retries = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -113,3 +115,117 @@ def price_table(environ: Mapping[str, str]) -> dict[str, tuple[float, ...]]:
                 "US dollars per million tokens, or as [prices] in the config file.",
             ) from exc
     return dict(sorted(table.items(), key=lambda item: -len(item[0])))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A run's limits: model turns (requests), cost in USD, wall time in seconds."""
+
+    max_turns: int | None = None
+    max_cost: float | None = None
+    max_seconds: float | None = None
+
+
+class RunSpend:
+    """What a whole run has spent so far, across its sessions (an orchestrator's planner and
+    tasks share one), against its budget."""
+
+    def __init__(self, budget: Budget, model: str, prices: Mapping[str, tuple[float, ...]]) -> None:
+        self.budget = budget
+        self.model = model
+        self.prices = prices
+        self.started = time.monotonic()
+        self._meters: list[UsageMeter] = []
+
+    def meter(self) -> UsageMeter:
+        """A new session's meter, counted toward this run."""
+        meter = UsageMeter()
+        self._meters.append(meter)
+        return meter
+
+    def exceeded(self) -> str | None:
+        """Why the next model request may not go out, or None while within the budget."""
+        budget = self.budget
+        turns = sum(meter.turns for meter in self._meters)
+        if budget.max_turns is not None and turns >= budget.max_turns:
+            return f"the turn budget ({budget.max_turns}) is spent: {turns} model turns"
+        seconds = time.monotonic() - self.started
+        if budget.max_seconds is not None and seconds >= budget.max_seconds:
+            return f"the time budget ({budget.max_seconds:g} s) is spent: {seconds:.0f} s"
+        if budget.max_cost is not None:
+            costs = [m.usage(self.model, self.prices).cost_usd for m in self._meters]
+            if any(cost is None for cost in costs):
+                return None  # no price for this model: a cost budget cannot be kept
+            spent = sum(cost or 0.0 for cost in costs)
+            if spent >= budget.max_cost:
+                return f"the cost budget (${budget.max_cost:g}) is spent: ${spent:.4f}"
+        return None
+
+
+@dataclass(frozen=True)
+class BudgetFlags:
+    """The budget as the command line gave it (`--max-time` as written)."""
+
+    max_turns: int | None = None
+    max_cost: float | None = None
+    max_time: str | None = None
+
+
+def run_budget(
+    flags: BudgetFlags,
+    environ: Mapping[str, str],
+    model: str,
+    prices: Mapping[str, tuple[float, ...]],
+) -> Budget:
+    """The run's budget: each limit from its flag, else `WIZARD_MAX_TURNS` / `_COST` / `_TIME`
+    (the config file's `[run]` max_turns, max_cost, max_time); a `UsageError` for a value
+    that is not one, or a cost budget on a model without a price."""
+    turns = flags.max_turns if flags.max_turns is not None else _number(environ, "TURNS", int)
+    cost = flags.max_cost if flags.max_cost is not None else _number(environ, "COST", float)
+    seconds = None
+    if flags.max_time is not None:
+        seconds = duration_seconds(flags.max_time)
+    elif text := environ.get("WIZARD_MAX_TIME"):
+        seconds = duration_seconds(text, "WIZARD_MAX_TIME")
+    if cost is not None and not any(model.startswith(prefix) for prefix in prices):
+        raise UsageError(
+            f"A cost budget needs the price of the model {model}, which wizard does not know.",
+            f'Add it to the config file: [prices] "{model}" = [input, output, cache_read, '
+            "cache_write] (USD per million tokens), or use --max-turns / --max-time.",
+        )
+    return Budget(turns, cost, seconds)
+
+
+def _number(environ: Mapping[str, str], name: str, kind: type[int] | type[float]) -> Any:
+    value = environ.get(f"WIZARD_MAX_{name}")
+    if not value:
+        return None
+    try:
+        number = kind(value)
+    except ValueError:
+        number = -1
+    if number <= 0:
+        raise UsageError(f"WIZARD_MAX_{name}={value!r} is not a number above 0.",
+                         f"Set WIZARD_MAX_{name} to a number above 0, or unset it.")  # fmt: skip
+    return number
+
+
+_UNITS = {"h": 3600, "m": 60, "s": 1}
+
+
+def duration_seconds(text: str, name: str = "--max-time") -> float:
+    """Seconds in a duration such as `90`, `90s`, `10m` or `1h30m`; a `UsageError` if not."""
+    total, number = 0.0, ""
+    for char in text.strip().lower():
+        if char.isdigit() or char == ".":
+            number += char
+        elif char in _UNITS and number:
+            total, number = total + float(number) * _UNITS[char], ""
+        else:
+            number = "x"
+            break
+    if number and number != "x":
+        total += float(number)
+    if number == "x" or total <= 0:
+        raise UsageError(f"{name} {text!r} is not a duration.", "Give it as 90s, 10m or 1h30m.")
+    return total

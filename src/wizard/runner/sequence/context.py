@@ -10,7 +10,7 @@ from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.types import GatewaySettings
-from wizard.runner.harness.usage import PRICES
+from wizard.runner.harness.usage import PRICES, RunSpend
 from wizard.signals import AbortSource
 from wizard.skills.install import SkillInstall, install_skill
 from wizard.skills.sources import SkillSource
@@ -49,6 +49,8 @@ class RunContext:
     engine_timeout: float = 150.0
     # Model prices for the usage's cost (`runner.harness.usage.price_table`).
     prices: Mapping[str, tuple[float, ...]] = field(default_factory=lambda: dict(PRICES))
+    # What the run has spent against its budget (`--max-turns`, `--max-cost`, `--max-time`).
+    spend: RunSpend | None = None
     run_id: str = "run"
     # The orchestrator's limit on task runs at once (`--max-parallel`).
     max_parallel: int = DEFAULT_MAX_PARALLEL

@@ -54,6 +54,7 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             tools=host_tools(ctx),
             engine_timeout=ctx.engine_timeout,
             prices=ctx.prices,
+            spend=ctx.spend,
             sandbox=ctx.sandbox,
             detect_skill_aborts=bool(program.abort_cases),
         )

@@ -46,6 +46,12 @@ _ERROR_SCREENS: dict[AgentErrorType, tuple[str, str]] = {
         "output) has the engine's last words. Run `wizard engines status`, then run again. "
         + REPORT_TO,
     ),
+    AgentErrorType.BUDGET_EXCEEDED: (
+        "The run reached its budget",
+        "The run stopped at its next model request once its budget was spent, so the setup "
+        "did not finish. Review what it changed with `wizard diff` (or take it back with "
+        "`wizard undo`), then run again with a larger --max-turns, --max-cost or --max-time.",
+    ),
     AgentErrorType.MCP_MISSING: (
         "Agent could not access PostHog MCP",
         "The agent could not reach the PostHog MCP server. Check your network, then run again.",

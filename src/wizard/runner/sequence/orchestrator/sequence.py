@@ -125,6 +125,7 @@ class _Orchestrator:
             tools=tools,
             engine_timeout=ctx.engine_timeout,
             prices=ctx.prices,
+            spend=ctx.spend,
             sandbox=ctx.sandbox,
             detect_skill_aborts=bool(ctx.program.abort_cases),
             **run,

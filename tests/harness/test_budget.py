@@ -1,0 +1,89 @@
+"""Budgets: what they take, and each one ending a live run on the real engine at its next
+model request, as WIZARD_BUDGET_EXCEEDED (never success)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wizard.errors import UsageError
+from wizard.events import EventRecorder
+from wizard.outcome import AgentErrorType
+from wizard.runner.harness.types import GatewaySettings, RunInputs
+from wizard.runner.harness.usage import (
+    PRICES,
+    Budget,
+    BudgetFlags,
+    RunSpend,
+    duration_seconds,
+    run_budget,
+)
+from wizard.testing.gateway import ScriptedGateway
+from wizard.testing.script import call, reply, said
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("10m", 600),
+                                               ("1h30m", 5400), ("1.5m", 90)])  # fmt: skip
+def test_durations(text: str, seconds: float) -> None:
+    assert duration_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "10x", "0", "m"])
+def test_what_is_not_a_duration_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError, match="is not a duration"):
+        duration_seconds(text)
+
+
+def test_flags_win_over_the_environment_and_a_cost_budget_needs_a_price() -> None:
+    env = {"WIZARD_MAX_TURNS": "9", "WIZARD_MAX_COST": "1.5", "WIZARD_MAX_TIME": "2m"}
+    budget = run_budget(BudgetFlags(max_turns=3), env, "claude-sonnet-4-6", PRICES)
+    assert budget == Budget(max_turns=3, max_cost=1.5, max_seconds=120)
+    with pytest.raises(UsageError, match="needs the price of the model my-model"):
+        run_budget(BudgetFlags(max_cost=1.0), {}, "my-model", PRICES)
+    with pytest.raises(UsageError, match="WIZARD_MAX_TURNS"):
+        run_budget(BudgetFlags(), {"WIZARD_MAX_TURNS": "0"}, "m", PRICES)
+
+
+LONG = [reply(call("read", path="app.py")), reply(call("read", path="app.py")),
+        said("Done."), said("[WIZARD-REMARK] -")]  # fmt: skip
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(
+    ("budget", "words"),
+    [
+        (Budget(max_turns=1), "the turn budget (1) is spent: 1 model turns"),
+        (Budget(max_cost=0.000001), "the cost budget ($1e-06) is spent"),
+        (Budget(max_seconds=5), "the time budget (5 s) is spent"),
+    ],
+    ids=["turns", "cost", "time"],
+)
+async def test_a_spent_budget_ends_a_live_run_at_its_next_request(
+    tmp_path: Path, budget: Budget, words: str
+) -> None:
+    from wizard.engines.bundle import installed_pi
+    from wizard.runner.harness.pi.harness import PiHarness
+
+    if installed_pi() is None:
+        if os.environ.get("CI"):
+            pytest.fail("pi is not installed")
+        pytest.skip("pi is not installed")
+    (tmp_path / "app.py").write_text("print('hi')\n")
+    # The first reply takes 6 s: the time budget (5 s, counted from the run's start) is spent
+    # when the next request would go out.
+    first: dict[str, Any] = {**LONG[0], "latency_ms": 6000 if budget.max_seconds else 0}
+    model = "claude-sonnet-4-6"
+    async with ScriptedGateway({"responses": [first, *LONG[1:]]}) as gateway:
+        inputs = RunInputs(
+            project_dir=tmp_path, prompt="Set up.", model=model,
+            gateway=GatewaySettings(url=gateway.url, retries=0), sink=EventRecorder(),
+            spend=RunSpend(budget, model, PRICES),
+        )  # fmt: skip
+        result = await PiHarness().run(inputs)
+    assert result.error is AgentErrorType.BUDGET_EXCEEDED, result
+    assert words in (result.message or "")
+    assert len(gateway.requests) == 1  # the request after the budget never reached it
+    assert result.usage is not None and result.usage.model_requests == 1
