@@ -351,8 +351,12 @@ def test_an_option_click_refuses_still_writes_the_usage_error_outcome(
     assert proc.returncode == 2, proc.stderr
     assert f"error: {reason}" in proc.stderr and "See `wizard run --help`." in proc.stderr
     assert "Traceback" not in proc.stderr and "Usage:" not in proc.stderr
+    from wizard.testing.contract import assert_valid_line, assert_valid_outcome
+
     line = json.loads(proc.stdout.strip().splitlines()[-1])
     saved = json.loads(target.read_text())
+    assert_valid_line(line)
+    assert_valid_outcome(saved)
     for outcome in (line, saved):
         assert (outcome["status"], outcome["exit_code"]) == ("usage_error", 2)
         assert outcome["reason"].startswith(reason) and outcome["program"] == "transactional-email"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wizard import __version__
-from wizard.errors import EngineChanged, WizardError
+from wizard.errors import EngineChanged, UsageError, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 
 if TYPE_CHECKING:
@@ -509,6 +509,22 @@ def resume(
                        verbose, max_parallel, no_sandbox, no_verify,
                        (max_turns, max_cost, max_time))  # fmt: skip
     _launch(config, replace(options, resume_from=record.run_id), outcome_json)
+
+
+@app.command(short_help="Print the JSON Schema of the outcome or the --ci events.")
+def schema(
+    what: Annotated[str, typer.Argument(metavar="outcome|events", help="outcome or events.")],
+) -> None:
+    """Print the JSON Schema of what wizard writes for machines: the outcome
+    (`--outcome-json`) or one `--ci` line. Fields are only added within a major version."""
+    import json
+
+    from wizard.schemas import events_schema, outcome_schema
+
+    schemas = {"outcome": outcome_schema, "events": events_schema}
+    if what not in schemas:
+        raise _usage_error(UsageError(f"Unknown schema '{what}'.", "Ask for outcome or events."))
+    typer.echo(json.dumps(schemas[what](), indent=2))
 
 
 @app.command(short_help="Check what a run needs.")

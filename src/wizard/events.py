@@ -133,6 +133,9 @@ Event = (
     | AnalyticsEvent
 )
 EventSink = Callable[[Event], None]
+# The version of what wizard writes for machines (`--ci` lines, the outcome): fields are only
+# added within a major version (`wizard.schemas`).
+SCHEMA_VERSION = "1.0"
 
 
 def iso_now() -> str:
@@ -141,9 +144,11 @@ def iso_now() -> str:
 
 
 def event_record(event: Event, run_id: str) -> dict[str, Any]:
-    """One event as a JSON-ready record: its kind, an ISO timestamp, the run id, its fields."""
+    """One event as a JSON-ready record: its kind, an ISO timestamp, the run id, the schema
+    version (`wizard.schemas`), its fields."""
     data = asdict(event)
-    return {"event": data.pop("kind"), "ts": iso_now(), "run_id": run_id, **data}
+    return {"event": data.pop("kind"), "ts": iso_now(), "run_id": run_id,
+            "schema_version": SCHEMA_VERSION, **data}  # fmt: skip
 
 
 class EventBus:

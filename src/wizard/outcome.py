@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
+from wizard.events import SCHEMA_VERSION
 from wizard.signals import AbortSource
 
 OutcomeStatus = Literal["succeeded", "unverified", "aborted", "failed", "cancelled", "usage_error"]
@@ -185,6 +186,7 @@ class Outcome:
         data = asdict(self)
         data["error_type"] = self.error_type.value if self.error_type else None
         data["exit_code"] = exit_code(self)
+        data["schema_version"] = SCHEMA_VERSION
         return data
 
     def to_json(self) -> str:

@@ -15,6 +15,7 @@ import pytest
 from wizard.engines import bundle as engine
 from wizard.runner.harness.pi.session import HOST_SCRIPT
 from wizard.testing.cli import wizard_env
+from wizard.testing.contract import assert_valid_line
 
 __all__ = ["ci_lines", "gateway_process", "pi_processes_in", "wizard_env"]
 
@@ -28,7 +29,11 @@ def _needs_pi() -> None:
 
 
 def ci_lines(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    """The `--ci` lines of a run, each checked against the events schema."""
+    lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    for line in lines:
+        assert_valid_line(line)
+    return lines
 
 
 def pi_processes_in(directory: Path) -> list[int]:

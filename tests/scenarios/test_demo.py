@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
+from wizard.testing.contract import assert_valid_outcome
 
 pytestmark = pytest.mark.live
 
@@ -51,7 +53,7 @@ def test_demo_scenarios(
     outcome = lines[-1]
     assert outcome["event"] == "outcome" and outcome["status"] == status
     assert outcome["outro"]["message"] == message
-    assert outcome_file.read_text().strip().startswith("{")
+    assert_valid_outcome(json.loads(outcome_file.read_text()))
     shutil.rmtree(_kept_project(proc.stderr).parent)
     assert "The model is scripted" in proc.stderr
     kinds = {line["event"] for line in lines}
