@@ -127,6 +127,23 @@ NoVerify = Annotated[
         help="Skip the checks after the agent's work (the outcome warns that it did).",
     ),
 ]
+
+
+def _verify_level(value: str) -> str:
+    if value not in ("basic", "full"):
+        raise typer.BadParameter(f"must be basic or full, not {value}")
+    return value
+
+
+Verify = Annotated[
+    str,
+    typer.Option(
+        "--verify",
+        callback=_verify_level,
+        help="basic: check what the run changed; full: also the project's own build and "
+        "tests (npm run build, npm test, pytest).",
+    ),
+]
 NoSandbox = Annotated[
     bool,
     typer.Option(
@@ -201,6 +218,7 @@ def _options(
     no_sandbox: bool = False,
     no_verify: bool = False,
     budget: tuple[int | None, float | None, str | None] = (None, None, None),
+    verify: str = "basic",
 ) -> LaunchOptions:
     from wizard.launch import LaunchOptions
     from wizard.programs.types import ProgramBinding
@@ -218,6 +236,7 @@ def _options(
         no_sandbox=no_sandbox,
         no_verify=no_verify,
         budget=BudgetFlags(*budget),
+        verify_full=verify == "full",
     )
 
 
@@ -241,6 +260,7 @@ def run(
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
     no_verify: NoVerify = False,
+    verify: Verify = "basic",
     max_turns: MaxTurns = None,
     max_cost: MaxCost = None,
     max_time: MaxTime = None,
@@ -266,6 +286,7 @@ def run(
         no_sandbox,
         no_verify,
         (max_turns, max_cost, max_time),
+        verify,
     )
     _launch(config, options, outcome_json)
 
@@ -288,6 +309,7 @@ def skill(
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
     no_verify: NoVerify = False,
+    verify: Verify = "basic",
     max_turns: MaxTurns = None,
     max_cost: MaxCost = None,
     max_time: MaxTime = None,
@@ -309,6 +331,7 @@ def skill(
         no_sandbox,
         no_verify,
         (max_turns, max_cost, max_time),
+        verify,
     )
     _launch(skill_program(name), options, outcome_json)
 
@@ -489,6 +512,7 @@ def resume(
     max_parallel: MaxParallel = None,
     no_sandbox: NoSandbox = False,
     no_verify: NoVerify = False,
+    verify: Verify = "basic",
     max_turns: MaxTurns = None,
     max_cost: MaxCost = None,
     max_time: MaxTime = None,
@@ -507,7 +531,7 @@ def resume(
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(project, record.harness, "orchestrator", None, None, ci, gateway,
                        verbose, max_parallel, no_sandbox, no_verify,
-                       (max_turns, max_cost, max_time))  # fmt: skip
+                       (max_turns, max_cost, max_time), verify)  # fmt: skip
     _launch(config, replace(options, resume_from=record.run_id), outcome_json)
 
 

@@ -60,6 +60,7 @@ class LaunchOptions:
     max_parallel: int | None = None
     no_sandbox: bool = False
     no_verify: bool = False
+    verify_full: bool = False
     budget: BudgetFlags = field(default_factory=BudgetFlags)
     # `wizard resume`: the interrupted orchestrator run to carry on.
     resume_from: str | None = None
@@ -298,6 +299,7 @@ def _request(
         max_parallel=options.max_parallel,
         no_sandbox=options.no_sandbox,
         no_verify=options.no_verify,
+        verify_full=options.verify_full,
         budget=options.budget,
         resume_from=options.resume_from,
     )

@@ -65,6 +65,7 @@ async def test_a_run_that_breaks_the_app_is_unverified_never_succeeded(tmp_path:
     assert outcome.outro is not None and "app.py" in (outcome.outro.body or "")
     record = Journal(tmp_path).get("broken-run")
     assert record is not None and record.status == "unverified"  # `wizard runs` says so
+    assert record.usage is not None and record.usage["turns"] == outcome.usage.turns
 
 
 async def test_no_verify_skips_the_checks_and_says_so(tmp_path: Path) -> None:

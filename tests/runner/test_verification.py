@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -106,3 +107,29 @@ async def test_commands_are_skipped_not_run_unsandboxed_without_the_runtime(
     result = await verify(checks_for((), ["app.py"], tmp_path), tmp_path, runner,
                           _before({}), tmp_path)  # fmt: skip
     assert result.checks[0].status == "skipped" and result.status == "skipped"
+
+
+def test_verify_full_adds_the_projects_own_build_and_tests(tmp_path: Path) -> None:
+    _tree(tmp_path, {"package.json": '{"scripts": {"build": "tsc", "test": "jest"}}',
+                     "tests/test_app.py": "def test_x(): pass\n"})  # fmt: skip
+    assert checks_for((), [], tmp_path) == []  # never by default
+    names = [check.name for check in checks_for((), [], tmp_path, full=True)]
+    assert names == ["the project builds (npm run build)", "the project's tests pass (npm test)",
+                     "the project's tests pass (pytest)"]  # fmt: skip
+    placeholder = json.dumps({"scripts": {"test": 'echo "Error: no test specified" && exit 1'}})
+    (tmp_path / "package.json").write_text(placeholder)
+    assert "the project's tests pass (npm test)" not in [
+        check.name for check in checks_for((), [], tmp_path, full=True)
+    ]
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+async def test_a_build_the_run_broke_fails_it(tmp_path: Path) -> None:
+    build = "node -e \"process.exit(require('fs').existsSync('broken') ? 1 : 0)\""
+    package = json.dumps({"scripts": {"build": build}})
+    _tree(tmp_path, {"package.json": package, "broken": ""})
+    checks = checks_for((), [], tmp_path, full=True)
+    result = await verify(checks, tmp_path, UNSANDBOXED, _before({"package.json": package}),
+                          tmp_path)  # fmt: skip
+    (check,) = result.checks
+    assert (result.status, check.status, check.before) == ("failed", "failed", "passed")

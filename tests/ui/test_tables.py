@@ -38,8 +38,10 @@ def test_runs_keeps_program_names_whole() -> None:
         before="0" * 40, changed=["app.py"],
     )  # fmt: skip
     console, buffer = _at_80()
-    console.print(runs_table([record], "/home/someone/projects/app"))
+    spent = record.model_copy(update={"usage": {"wall_seconds": 42.4, "cost_usd": 0.031}})
+    console.print(runs_table([record, spent], "/home/someone/projects/app"))
     assert "transactional-email" in buffer.getvalue()
+    assert "42s · $0.03" in buffer.getvalue()  # time and cost of a run that recorded them
 
 
 def test_help_summaries_are_not_cut_at_80_columns() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,6 +52,8 @@ class RunRecord(BaseModel):
     large_changed: list[str] = []
     # Why the after-run snapshot could not be taken: this run cannot be undone.
     journal_error: str | None = None
+    # What the run used (`outcome.Usage` as a dict): `wizard runs` shows its cost and time.
+    usage: dict[str, Any] | None = None
     # How a run that did not succeed ended (`WIZARD_API_ERROR`...): can it be resumed?
     error_type: str | None = None
     undoes: str | None = None
@@ -155,11 +157,12 @@ class Journal:
             return None
         return edits_between(self.store, record.before, record.after)
 
-    def restate(self, record: RunRecord, status: str) -> RunRecord:
-        """The finished `record` with another status (a run verification found broken)."""
-        restated = record.model_copy(update={"status": status})
-        self._save(restated)
-        return restated
+    def amend(self, record: RunRecord, **fields: Any) -> RunRecord:
+        """The finished `record` with `fields` changed (a status verification changed, what
+        the run used), saved."""
+        amended = record.model_copy(update=fields)
+        self._save(amended)
+        return amended
 
     def materialise(self, tree: str, dest: Path) -> None:
         """The project as the snapshot `tree` held it, written into the empty folder `dest`."""

@@ -12,8 +12,9 @@ import logging
 import tempfile
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from wizard.config import number_setting
 from wizard.engines.claude import load_sdk
@@ -60,6 +61,8 @@ class RunRequest:
     no_sandbox: bool = False
     # Skip the checks after the agent's work (`--no-verify`): the outcome warns of it.
     no_verify: bool = False
+    # `--verify full`: the project's own test and build scripts are checks too.
+    verify_full: bool = False
     # `--max-turns`, `--max-cost`, `--max-time`; unset, `WIZARD_MAX_TURNS` / `_COST` / `_TIME`.
     budget: BudgetFlags = field(default_factory=BudgetFlags)
     # `wizard resume`: carry on the queue of this interrupted orchestrator run.
@@ -202,11 +205,22 @@ async def _run(
     record = journal.finish(outcome.status, outcome.error_type)
     try:
         outcome = await verified(
-            outcome, context, journal, record, sandbox.temp_dir, request.no_verify
+            outcome,
+            context,
+            journal,
+            record,
+            sandbox.temp_dir,
+            request.no_verify,
+            full=request.verify_full,
         )
     except asyncio.CancelledError:  # interrupted while checking: the run ends cancelled
-        journal.restate(record, "cancelled")
+        journal.amend(record, status="cancelled")
         raise
+    noted: dict[str, Any] = {"status": outcome.status} if outcome.status == "unverified" else {}
+    if outcome.usage is not None:
+        noted["usage"] = asdict(outcome.usage)
+    if noted:  # what the journal's record did not know when the run ended
+        journal.amend(record, **noted)
     if journal.warning is not None:
         outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
     return outcome

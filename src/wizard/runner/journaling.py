@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from wizard.errors import WizardError
 from wizard.events import LogLine
@@ -59,14 +60,16 @@ class RunJournal:
             self.warning = f"{NOT_JOURNALED} ({exc})."
             return None
 
-    def restate(self, record: RunRecord | None, status: str) -> None:
-        """Record another status for the finished run (its verification failed)."""
+    def amend(self, record: RunRecord | None, **fields: Any) -> RunRecord | None:
+        """Record more of the finished run: another status (its verification failed), what
+        it used."""
         if self.journal is None or record is None:
-            return
+            return record
         try:
-            self.journal.restate(record, status)
+            return self.journal.amend(record, **fields)
         except OSError as exc:
             self.context.sink(LogLine(f"the run journal failed ({exc})", "warning"))
+            return record
 
     def materialiser(self, record: RunRecord | None) -> Callable[[Path], None]:
         """Writes the project as it was before the run into an empty folder."""

@@ -44,6 +44,7 @@ from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import shell_command, stop_group
 
 CHECK_TIMEOUT_S = 120.0
+SCRIPT_TIMEOUT_S = 900.0  # the project's own test and build scripts (`--verify full`)
 TAIL_LINES = 12
 # A file missing from the tree a check runs on (one the run added, on the tree before it)
 # has nothing to parse there.
@@ -71,12 +72,16 @@ class Check:
     command: str = ""
     inline: Callable[[Path], str | None] | None = None
     compare: bool = True
+    timeout: float | None = None  # the runner's when None
 
 
 def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], project: Path,
-               ) -> list[Check]:  # fmt: skip
-    """The checks a run must pass: the program's, then those its changes call for."""
+               *, full: bool = False) -> list[Check]:  # fmt: skip
+    """The checks a run must pass: the program's, those its changes call for, and with
+    `full` the project's own test and build scripts."""
     checks = [_program_check(check) for check in program_checks]
+    if full:
+        checks += _project_scripts(project)
     present = [p for p in changed if not p.startswith(SKILL_FILES) and (project / p).is_file()]
     by_suffix: dict[str, list[str]] = {}
     for path in present:
@@ -95,6 +100,32 @@ def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], p
     for suffix, parse in _DATA_PARSERS.items():
         for path in by_suffix.get(suffix, []):
             checks.append(Check(f"{path} parses", inline=_parses(path, parse)))
+    return checks
+
+
+def _project_scripts(project: Path) -> list[Check]:
+    """The project's own build and tests (`--verify full`): `npm run build` and `npm test`
+    where package.json has them, pytest where the project has tests for it."""
+    checks = []
+    try:
+        scripts = json.loads((project / "package.json").read_text()).get("scripts") or {}
+    except (OSError, ValueError, AttributeError):
+        scripts = {}
+    if isinstance(scripts, dict) and scripts.get("build"):
+        checks.append(Check("the project builds (npm run build)", "npm run build --silent",
+                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+    test = str(scripts.get("test") or "") if isinstance(scripts, dict) else ""
+    if test and "no test specified" not in test:  # npm's placeholder is not a test
+        checks.append(Check("the project's tests pass (npm test)", "npm test --silent",
+                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+    pyproject = project / "pyproject.toml"
+    has_pytest = (project / "pytest.ini").is_file() or (
+        pyproject.is_file() and "[tool.pytest" in pyproject.read_text(errors="replace")
+    )
+    if has_pytest or ((project / "tests").is_dir() and any((project / "tests").glob("test_*.py"))):
+        command = "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -x -p no:cacheprovider"
+        checks.append(Check("the project's tests pass (pytest)", command,
+                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
     return checks
 
 
@@ -155,6 +186,7 @@ class CheckRunner:
             return ("failed", problem) if problem is not None else ("passed", "")
         if self.unsandboxable is not None:
             return "skipped", self.unsandboxable
+        limit = check.timeout or self.timeout
         process = await asyncio.create_subprocess_exec(
             *shell_command(check.command, self.sandbox),
             cwd=folder,
@@ -165,9 +197,9 @@ class CheckRunner:
             start_new_session=True,
         )
         try:
-            output, _ = await asyncio.wait_for(process.communicate(), self.timeout)
+            output, _ = await asyncio.wait_for(process.communicate(), limit)
         except TimeoutError:
-            return "failed", f"timed out after {self.timeout:g} s"
+            return "failed", f"timed out after {limit:g} s"
         finally:  # the sandbox runtime's helpers (its proxies) end with the check
             await stop_group(process)
         text = "\n".join(output.decode(errors="replace").splitlines()[-TAIL_LINES:])
@@ -250,6 +282,7 @@ async def verified(
     record: RunRecord | None,
     temp_dir: Path | None,
     skip: bool,
+    full: bool = False,
 ) -> Outcome:
     """A run that would succeed, checked: succeeded, or unverified with the check that failed
     (the journal's record says so too). Any other ending is returned as it is."""
@@ -259,7 +292,7 @@ async def verified(
         skipped = Verification("skipped")
         return replace(outcome, verification=skipped, warnings=(*outcome.warnings, NOT_VERIFIED))
     changed = record.changed if record is not None else []
-    checks = checks_for(context.program.checks, changed, context.project_dir)
+    checks = checks_for(context.program.checks, changed, context.project_dir, full=full)
     if not checks:
         return replace(outcome, verification=Verification("skipped"))
     context.sink(SpinnerStarted("Checking that the project still works..."))
@@ -275,11 +308,11 @@ async def verified(
         context.sink(SpinnerStopped(context.program.success_message))
         return replace(outcome, verification=result)
     context.sink(SpinnerStopped("A check failed"))
-    journal.restate(record, "unverified")
     return replace(
         context.outcome("unverified", _unverified_outro(context, result), reason=_reason(result)),
         verification=result,
         warnings=outcome.warnings,
+        usage=outcome.usage,
     )
 
 

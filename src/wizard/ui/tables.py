@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -46,6 +48,8 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
             outcome += f", undone by {record.undone_by}"
         how = f"{record.program}\n{record.harness or '-'} · {record.sequence or '-'}"
         started = record.started_at[:16].replace("T", " ")
+        if record.usage:  # its time and cost, below how it ended
+            outcome += f"\n{_spent(record.usage)}"
         table.add_row(record.run_id, started, how, outcome, str(len(record.changed)))
     return table
 
@@ -62,3 +66,9 @@ def print_doctor(console: Console, checks: list[Check]) -> None:
         if check.fix:
             console.print(f"  {'':<5}{'':<{width + 2}}fix: {check.fix}",
                           soft_wrap=True, markup=False, highlight=False)  # fmt: skip
+
+
+def _spent(usage: dict[str, Any]) -> str:
+    """A run's wall time and cost, as `wizard runs` shows them."""
+    cost = usage.get("cost_usd")
+    return f"{usage.get('wall_seconds', 0):.0f}s · " + (f"${cost:.2f}" if cost is not None else "-")
