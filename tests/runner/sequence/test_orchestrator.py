@@ -725,3 +725,20 @@ async def test_a_task_is_over_once_it_reported_nothing_after_it_in_the_message_r
     assert outcome.status == "succeeded"
     assert not (run.ctx.project_dir / "late.txt").exists()
     assert run.started_order() == ["customers", "report"]
+
+
+async def test_usage_adds_up_over_the_planner_the_tasks_and_their_retries(tmp_path: Path) -> None:
+    failing = [[reply(complete("failed"))]]
+    run = Orchestrated(
+        tmp_path,
+        {SEED_LINE: [PLAN], task("customers"): [WORKED], task("checkouts"): [failing, WORKED],
+         task("report"): [WORKED]},
+    )  # fmt: skip
+    outcome = await run.run()
+    assert outcome.usage is not None
+    by_task = {t["id"]: t["usage"] for t in outcome.tasks}
+    # A retried task adds up both of its runs; the run adds up the planner's and every task's.
+    assert by_task["checkouts"]["turns"] == 1 + 2
+    planner = outcome.usage.turns - sum(usage["turns"] for usage in by_task.values())
+    assert planner == 2 and by_task["customers"]["turns"] == 2
+    assert outcome.usage.wall_seconds > 0
