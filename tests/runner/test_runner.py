@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from wizard.events import EventRecorder, RunStarted
 from wizard.programs import get_program
 from wizard.runner import RunRequest, run_program
@@ -74,3 +76,28 @@ async def test_no_verify_skips_the_checks_and_says_so(tmp_path: Path) -> None:
     assert outcome.status == "succeeded"
     assert outcome.verification is not None and outcome.verification.status == "skipped"
     assert any(warning.startswith("Not verified (--no-verify)") for warning in outcome.warnings)
+
+
+@pytest.mark.parametrize("writes_it", [True, False])
+async def test_a_programs_own_check_is_what_its_skill_must_leave(
+    tmp_path: Path, writes_it: bool
+) -> None:
+    """self-driving's skill must write `.posthog/self-driving.json`: a run that says it is
+    done without it is not a success."""
+    config = call("write", path=".posthog/self-driving.json", content='{"goals": []}')
+    work = [reply(config)] if writes_it else [reply(call("read", path="README.md"))]
+    (tmp_path / "README.md").write_text("# app\n")
+    request = RunRequest(
+        program=get_program("self-driving"), project_dir=tmp_path, skills=BundledSkills(),
+        sink=EventRecorder(), environ={"WIZARD_SANDBOX": "off"},
+        gateway=GatewayFlags(url="http://127.0.0.1:9"),
+    )  # fmt: skip
+    turns = [[*work, said("Done.")], [said("-")]]
+    outcome = await run_program(request, PiHarness(session_factory=FakePiSession(turns)))
+    assert outcome.verification is not None
+    (check,) = [c for c in outcome.verification.checks if c.name.endswith("json exists")]
+    if writes_it:
+        assert (outcome.status, check.status) == ("succeeded", "passed")
+    else:
+        assert (outcome.status, check.status, check.before) == ("unverified", "failed", None)
+        assert outcome.reason == ".posthog/self-driving.json exists failed"

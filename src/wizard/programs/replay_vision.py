@@ -1,6 +1,13 @@
 """Replay vision: scanners that watch session replays."""
 
-from wizard.programs.types import AbortCase, Orchestration, ProgramBinding, ProgramConfig, TaskType
+from wizard.programs.types import (
+    AbortCase,
+    Orchestration,
+    ProgramBinding,
+    ProgramCheck,
+    ProgramConfig,
+    TaskType,
+)
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -40,6 +47,8 @@ REPLAY_VISION = ProgramConfig(
     docs_url="https://posthog.com/docs/session-replay",
     binding=ProgramBinding(sequence="orchestrator", harness="anthropic"),
     orchestration=PLAN,
+    # What its skill must leave: checked before the run is called a success.
+    checks=(ProgramCheck("file_exists", ".posthog/replay-vision.json"),),
     abort_cases=(
         AbortCase(
             match=r"^replay vision not available for this project$",

@@ -1,6 +1,6 @@
 """Self-driving: PostHog Signals working on the project's GitHub repository."""
 
-from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+from wizard.programs.types import AbortCase, Orchestration, ProgramCheck, ProgramConfig, TaskType
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -38,6 +38,8 @@ SELF_DRIVING = ProgramConfig(
     success_message="PostHog Self-driving set up",
     docs_url="https://posthog.com/docs/self-driving",
     orchestration=PLAN,
+    # What its skill must leave: checked before the run is called a success.
+    checks=(ProgramCheck("file_exists", ".posthog/self-driving.json"),),
     abort_cases=(
         AbortCase(
             match=r"^self-driving is not available for this project$",
