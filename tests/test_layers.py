@@ -125,7 +125,7 @@ def test_the_layers_hold(who: tuple[str, ...], banned: tuple[str, ...], why: str
     [
         ("rich", ("wizard.ui",)),
         ("claude_agent_sdk", ("wizard.testing.fake_cli",)),  # the SDK is imported lazily
-        ("typer", ("wizard.cli",)),
+        ("typer", ("wizard.cli", "wizard.cli_options", "wizard.cli_refusals")),
         ("posthog", ("wizard.analytics",)),
         ("httpx", ("wizard.runner.harness.proxy",)),
     ],

@@ -15,12 +15,33 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wizard import __version__
+from wizard.cli_options import (
+    AllowInsecure,
+    Ci,
+    GatewayApi,
+    GatewayKey,
+    GatewayUrl,
+    HarnessOpt,
+    JournalProject,
+    MaxCost,
+    MaxParallel,
+    MaxTime,
+    MaxTurns,
+    ModelOpt,
+    NoSandbox,
+    NoVerify,
+    OutcomeJson,
+    Project,
+    RunArg,
+    SequenceOpt,
+    SkillsDir,
+    Verbose,
+    Verify,
+)
 from wizard.errors import EngineChanged, UsageError, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from wizard.launch import LaunchOptions, Services
     from wizard.programs.types import ProgramConfig
 
@@ -39,119 +60,6 @@ app.add_typer(engines_app, name="engines")
 
 # Switchboard options name their variables in the help text rather than with `envvar=`, so
 # the switchboard still tells a flag from the environment (flag > env > config > program).
-Project = Annotated[Path, typer.Option("--project", help="The project to set up.")]
-HarnessOpt = Annotated[
-    str | None,
-    typer.Option("--harness", help="Agent harness: pi or anthropic.  [env var: WIZARD_HARNESS]"),
-]
-SequenceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--sequence", help="Sequence: linear or orchestrator.  [env var: WIZARD_SEQUENCE]"
-    ),
-]
-
-
-def _at_least_one(value: int | None) -> int | None:
-    if value is not None and value < 1:
-        raise typer.BadParameter(f"must be 1 or more, not {value}")
-    return value
-
-
-MaxParallel = Annotated[
-    int | None,
-    typer.Option(
-        "--max-parallel",
-        callback=_at_least_one,
-        help="Orchestrator: task runs at once (default 3).  [env var: WIZARD_MAX_PARALLEL_TASKS]",
-    ),
-]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option("--model", help="Model id at the gateway.  [env var: WIZARD_MODEL]"),
-]
-SkillsDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--skills-dir", help="Read skills from this folder first.  [env var: WIZARD_SKILLS_DIR]"
-    ),
-]
-Ci = Annotated[bool, typer.Option("--ci", help="No animation or questions; JSON Lines out.")]
-OutcomeJson = Annotated[
-    Path | None, typer.Option("--outcome-json", help="Write the outcome as JSON to this file.")
-]
-GatewayUrl = Annotated[
-    str | None,
-    typer.Option("--gateway-url", envvar="WIZARD_GATEWAY_URL", help="The gateway's root URL."),
-]
-GatewayKey = Annotated[
-    str | None,
-    typer.Option("--gateway-key", envvar="WIZARD_GATEWAY_KEY", help="The gateway's API key."),
-]
-GatewayApi = Annotated[
-    str | None,
-    typer.Option(
-        "--gateway-api",
-        envvar="WIZARD_GATEWAY_API",
-        help="anthropic-messages (default) or openai-completions.",
-    ),
-]
-AllowInsecure = Annotated[
-    bool,
-    typer.Option(
-        "--allow-insecure-gateway",
-        envvar="WIZARD_ALLOW_INSECURE_GATEWAY",
-        help="Allow a plain-http gateway on another machine (the key crosses in clear).",
-    ),
-]
-Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
-MaxTurns = Annotated[
-    int | None,
-    typer.Option("--max-turns", callback=_at_least_one,
-                 help="End the run at its model request after N.  [env var: WIZARD_MAX_TURNS]"),
-]  # fmt: skip
-MaxCost = Annotated[
-    float | None,
-    typer.Option("--max-cost", help="End the run once it has cost this many USD (needs the "
-                 "model's price).  [env var: WIZARD_MAX_COST]"),
-]  # fmt: skip
-MaxTime = Annotated[
-    str | None,
-    typer.Option("--max-time", help="End the run after this long, e.g. 10m or 1h.  "
-                 "[env var: WIZARD_MAX_TIME]"),
-]  # fmt: skip
-NoVerify = Annotated[
-    bool,
-    typer.Option(
-        "--no-verify",
-        help="Skip the checks after the agent's work (the outcome warns that it did).",
-    ),
-]
-
-
-def _verify_level(value: str) -> str:
-    if value not in ("basic", "full"):
-        raise typer.BadParameter(f"must be basic or full, not {value}")
-    return value
-
-
-Verify = Annotated[
-    str,
-    typer.Option(
-        "--verify",
-        callback=_verify_level,
-        help="basic: check what the run changed; full: also the project's own build and "
-        "tests (npm run build, npm test, pytest).",
-    ),
-]
-NoSandbox = Annotated[
-    bool,
-    typer.Option(
-        "--no-sandbox",
-        help="Run the agent's commands without the OS sandbox (the fence alone; unsafe).  "
-        "[env var: WIZARD_SANDBOX=off]",
-    ),
-]
 
 
 def _version(value: bool) -> None:
@@ -406,12 +314,6 @@ def programs() -> None:
     make_console().print(programs_table(ordered, BundledSkills().menu()))
 
 
-JournalProject = Annotated[Path, typer.Option("--project", help="The project whose runs to use.")]
-RunArg = Annotated[
-    str | None, typer.Argument(help="The run id, or a prefix of it (default: the latest run).")
-]
-
-
 @app.command()
 def runs(
     project: JournalProject = Path("."),
@@ -622,76 +524,19 @@ def main() -> None:
     words on stderr, and as the `usage_error` outcome with `--ci` / `--outcome-json`."""
     import sys
 
-    click = _click_exceptions()
+    from wizard.cli_refusals import cancelled_early, click_exceptions, click_usage_error
+
+    click = click_exceptions()
     try:
         code = app(standalone_mode=False, prog_name="wizard")
     except click.UsageError as exc:
-        raise SystemExit(_click_usage_error(exc, sys.argv[1:])) from None
+        raise SystemExit(click_usage_error(exc, sys.argv[1:])) from None
     except click.ClickException as exc:
         exc.show()
         raise SystemExit(exc.exit_code) from None
     except (click.Abort, KeyboardInterrupt) as exc:
         if isinstance(exc, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
-            raise SystemExit(_cancelled_early(sys.argv[1:])) from None
+            raise SystemExit(cancelled_early(sys.argv[1:])) from None
         typer.echo("Aborted.", err=True)
         raise SystemExit(1) from None
     raise SystemExit(code if isinstance(code, int) else 0)
-
-
-def _cancelled_early(argv: list[str]) -> int:
-    """Ctrl-C before a run's own handling began: the cancelled screen; exit 130."""
-    from wizard.launch import report_cancelled_early
-
-    outcome = report_cancelled_early(_program_of(argv), "--ci" in argv, _outcome_json_of(argv))
-    return exit_code(outcome)
-
-
-def _click_exceptions() -> ModuleType:
-    """Click's exceptions module, wherever Typer takes Click from (newer Typers vendor it)."""
-    import sys
-
-    return sys.modules[typer.BadParameter.__module__]
-
-
-def _click_usage_error(exc: Exception, argv: list[str]) -> int:
-    """Report Click's usage error like wizard's own; its exit code (2)."""
-    from wizard.errors import UsageError
-    from wizard.launch import report_usage_error, usage_outcome
-
-    click = _click_exceptions()
-    ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else "wizard"
-    if isinstance(exc, click.NoSuchOption):
-        message = f"Unknown option {exc.option_name}."
-        if exc.possibilities:
-            message += f" Did you mean {' or '.join(sorted(exc.possibilities))}?"
-    elif isinstance(exc, click.MissingParameter) and exc.param is not None:
-        message = f"Missing {exc.param.metavar or str(exc.param.name).upper()}."
-    elif isinstance(exc, click.BadParameter) and exc.param is not None:
-        name = exc.param.opts[0] if exc.param.opts else exc.param.name
-        message = f"{name}: {exc.message}"
-    else:
-        text = str(getattr(exc, "message", exc))
-        message = text[:1].upper() + text[1:]
-    outcome = usage_outcome(_program_of(argv), UsageError(message, f"See `{command} --help`."))
-    report_usage_error(outcome, "--ci" in argv, _outcome_json_of(argv))
-    return EXIT_USAGE
-
-
-def _program_of(argv: list[str]) -> str:
-    """The program a refused command line named (`run NAME` / `skill NAME`, the demo)."""
-    if argv[:1] == ["demo"]:
-        return "demo"
-    if len(argv) > 1 and argv[0] in ("run", "skill") and not argv[1].startswith("-"):
-        return argv[1]
-    return ""
-
-
-def _outcome_json_of(argv: list[str]) -> Path | None:
-    """Where `--outcome-json` asked the outcome to go, read from the raw command line."""
-    for index, arg in enumerate(argv):
-        if arg == "--outcome-json" and index + 1 < len(argv):
-            return Path(argv[index + 1])
-        if arg.startswith("--outcome-json="):
-            return Path(arg.split("=", 1)[1])
-    return None

@@ -1,0 +1,129 @@
+"""The command line's shared options, declared once: every command that takes one uses the
+same flag, help text and check (`wizard.cli` holds the commands)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Project = Annotated[Path, typer.Option("--project", help="The project to set up.")]
+HarnessOpt = Annotated[
+    str | None,
+    typer.Option("--harness", help="Agent harness: pi or anthropic.  [env var: WIZARD_HARNESS]"),
+]
+SequenceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sequence", help="Sequence: linear or orchestrator.  [env var: WIZARD_SEQUENCE]"
+    ),
+]
+
+
+def _at_least_one(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"must be 1 or more, not {value}")
+    return value
+
+
+MaxParallel = Annotated[
+    int | None,
+    typer.Option(
+        "--max-parallel",
+        callback=_at_least_one,
+        help="Orchestrator: task runs at once (default 3).  [env var: WIZARD_MAX_PARALLEL_TASKS]",
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="Model id at the gateway.  [env var: WIZARD_MODEL]"),
+]
+SkillsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--skills-dir", help="Read skills from this folder first.  [env var: WIZARD_SKILLS_DIR]"
+    ),
+]
+Ci = Annotated[bool, typer.Option("--ci", help="No animation or questions; JSON Lines out.")]
+OutcomeJson = Annotated[
+    Path | None, typer.Option("--outcome-json", help="Write the outcome as JSON to this file.")
+]
+GatewayUrl = Annotated[
+    str | None,
+    typer.Option("--gateway-url", envvar="WIZARD_GATEWAY_URL", help="The gateway's root URL."),
+]
+GatewayKey = Annotated[
+    str | None,
+    typer.Option("--gateway-key", envvar="WIZARD_GATEWAY_KEY", help="The gateway's API key."),
+]
+GatewayApi = Annotated[
+    str | None,
+    typer.Option(
+        "--gateway-api",
+        envvar="WIZARD_GATEWAY_API",
+        help="anthropic-messages (default) or openai-completions.",
+    ),
+]
+AllowInsecure = Annotated[
+    bool,
+    typer.Option(
+        "--allow-insecure-gateway",
+        envvar="WIZARD_ALLOW_INSECURE_GATEWAY",
+        help="Allow a plain-http gateway on another machine (the key crosses in clear).",
+    ),
+]
+Verbose = Annotated[bool, typer.Option("--verbose", help="Show every tool call.")]
+MaxTurns = Annotated[
+    int | None,
+    typer.Option("--max-turns", callback=_at_least_one,
+                 help="End the run at its model request after N.  [env var: WIZARD_MAX_TURNS]"),
+]  # fmt: skip
+MaxCost = Annotated[
+    float | None,
+    typer.Option("--max-cost", help="End the run once it has cost this many USD (needs the "
+                 "model's price).  [env var: WIZARD_MAX_COST]"),
+]  # fmt: skip
+MaxTime = Annotated[
+    str | None,
+    typer.Option("--max-time", help="End the run after this long, e.g. 10m or 1h.  "
+                 "[env var: WIZARD_MAX_TIME]"),
+]  # fmt: skip
+NoVerify = Annotated[
+    bool,
+    typer.Option(
+        "--no-verify",
+        help="Skip the checks after the agent's work (the outcome warns that it did).",
+    ),
+]
+
+
+def _verify_level(value: str) -> str:
+    if value not in ("basic", "full"):
+        raise typer.BadParameter(f"must be basic or full, not {value}")
+    return value
+
+
+Verify = Annotated[
+    str,
+    typer.Option(
+        "--verify",
+        callback=_verify_level,
+        help="basic: check what the run changed; full: also the project's own build and "
+        "tests (npm run build, npm test, pytest).",
+    ),
+]
+NoSandbox = Annotated[
+    bool,
+    typer.Option(
+        "--no-sandbox",
+        help="Run the agent's commands without the OS sandbox (the fence alone; unsafe).  "
+        "[env var: WIZARD_SANDBOX=off]",
+    ),
+]
+
+
+JournalProject = Annotated[Path, typer.Option("--project", help="The project whose runs to use.")]
+RunArg = Annotated[
+    str | None, typer.Argument(help="The run id, or a prefix of it (default: the latest run).")
+]
