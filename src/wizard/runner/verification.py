@@ -22,6 +22,7 @@ import asyncio
 import json
 import shlex
 import shutil
+import stat
 import tempfile
 import time
 import tomllib
@@ -40,6 +41,7 @@ from wizard.runner.journaling import RunJournal
 from wizard.runner.sequence.context import RunContext
 from wizard.skills.install import SKILL_FILES
 from wizard.tools.fence import child_env
+from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import shell_command, stop_group
 
@@ -87,7 +89,9 @@ def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], p
     for path in present:
         by_suffix.setdefault(Path(path).suffix.lower(), []).append(path)
     if python := by_suffix.get(".py"):
-        command = f"python3 -c {shlex.quote(_PYTHON_PARSE)} {_quoted(python)}"
+        # Isolated (-I): not the project's folder on sys.path, so an `ast.py` the agent left
+        # there is never what runs (nor PYTHON* variables, nor the user's site).
+        command = f"python3 -I -c {shlex.quote(_PYTHON_PARSE)} {_quoted(python)}"
         checks.append(Check("changed Python files parse", command))
     if javascript := [p for s in (".js", ".mjs", ".cjs") for p in by_suffix.get(s, [])]:
         quoted = [shlex.quote(path) for path in javascript]
@@ -140,16 +144,22 @@ def _program_check(check: ProgramCheck) -> Check:
         path = check.value
 
         def exists(folder: Path) -> str | None:
-            return None if (folder / path).is_file() else f"{path} was not found"
+            located = ProjectRoot(folder).locate(path)
+            if isinstance(located, Refusal):
+                return f"{path} was not found" if located.kind == "missing" else located.reason
+            with located:
+                info = located.lstat()
+            regular = info is not None and stat.S_ISREG(info.st_mode)
+            return None if regular else f"{path} was not found"
 
         return Check(check.name, inline=exists, compare=False)
     key = check.value
 
     def has_key(folder: Path) -> str | None:
-        try:
-            lines = (folder / ".env").read_text(errors="replace").splitlines()
-        except OSError:
-            return ".env was not found"
+        data = ProjectRoot(folder).read_bytes(".env", env=True)
+        if isinstance(data, Refusal):
+            return ".env was not found" if data.kind == "missing" else data.reason
+        lines = data.decode(errors="replace").splitlines()
         names = {line.split("=", 1)[0].strip().removeprefix("export ") for line in lines}
         return None if key in names else f"{key} is not set in .env"
 
@@ -157,11 +167,15 @@ def _program_check(check: ProgramCheck) -> Check:
 
 
 def _parses(path: str, parse: Callable[[bytes], object]) -> Callable[[Path], str | None]:
+    """A data file parses. It is read through the one resolver, as the agent's file tools
+    read: a link out of the project, a pipe or a device is refused, never followed."""
+
     def check(folder: Path) -> str | None:
+        data = ProjectRoot(folder).read_bytes(path)
+        if isinstance(data, Refusal):
+            return None if data.kind == "missing" else data.reason  # missing: nothing to parse
         try:
-            parse((folder / path).read_bytes())
-        except FileNotFoundError:
-            return None  # not there in this tree: nothing to parse
+            parse(data)
         except Exception as exc:  # every parser's own error: the file does not parse
             return f"{path}: {exc}"
         return None
