@@ -106,6 +106,11 @@ def report_usage_error(outcome: Outcome, ci: bool, outcome_json: Path | None) ->
     console.print(f"error: {outcome.reason}", markup=False, soft_wrap=True)
     if outcome.outro is not None and outcome.outro.body:
         console.print(outcome.outro.body, markup=False, soft_wrap=True)
+    _for_machines(outcome, ci, outcome_json)
+
+
+def _for_machines(outcome: Outcome, ci: bool, outcome_json: Path | None) -> None:
+    """The outcome of a run that never began, as the `--ci` line and the JSON file."""
     if ci:
         CiOutput(sys.stdout, outcome.run_id or "").outcome(outcome)
     if outcome_json is not None:
@@ -181,10 +186,7 @@ def report_cancelled_early(program_id: str, ci: bool, outcome_json: Path | None)
         "cancelled", program_id, outro=outro, signal=signal.SIGINT, run_id=new_run_id()
     )
     print_outro(make_console(sys.stderr if ci else sys.stdout), outcome)
-    if ci:
-        CiOutput(sys.stdout, outcome.run_id or "").outcome(outcome)
-    if outcome_json is not None:
-        outcome_json.write_text(outcome.to_json() + "\n")
+    _for_machines(outcome, ci, outcome_json)
     return outcome
 
 

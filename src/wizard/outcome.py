@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -57,7 +57,11 @@ class Usage:
         cost = None
         if self.cost_usd is not None and other.cost_usd is not None:
             cost = round(self.cost_usd + other.cost_usd, 8)
-        summed = {name: getattr(self, name) + getattr(other, name) for name in _SUMMED}
+        summed = {
+            f.name: getattr(self, f.name) + getattr(other, f.name)
+            for f in fields(self)
+            if f.name != "cost_usd"
+        }
         return replace(self, **summed, cost_usd=cost)
 
     def summary(self) -> str:
@@ -68,12 +72,6 @@ class Usage:
             f"{self.model_seconds:.0f} s working, {self.input_tokens:,} tokens in, "
             f"{self.output_tokens:,} out{cost}; {self.wall_seconds:.0f} s in all."
         )
-
-
-_SUMMED = (
-    "model_requests", "retries", "input_tokens", "output_tokens", "cache_read_tokens",
-    "cache_write_tokens", "turns", "model_seconds", "tool_seconds", "wall_seconds",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,9 @@ from wizard.programs.types import ProgramCheck
 from wizard.runner.journaling import RunJournal
 from wizard.runner.sequence.context import RunContext
 from wizard.skills.install import SKILL_FILES
-from wizard.tools.fence import child_env
 from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
-from wizard.tools.shell import shell_command, stop_group
+from wizard.tools.shell import run_command
 
 CHECK_TIMEOUT_S = 120.0
 SCRIPT_TIMEOUT_S = 900.0  # the project's own test and build scripts (`--verify full`)
@@ -201,23 +200,11 @@ class CheckRunner:
         if self.unsandboxable is not None:
             return "skipped", self.unsandboxable
         limit = check.timeout or self.timeout
-        process = await asyncio.create_subprocess_exec(
-            *shell_command(check.command, self.sandbox),
-            cwd=folder,
-            env=child_env(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            output, _ = await asyncio.wait_for(process.communicate(), limit)
-        except TimeoutError:
+        code, output = await run_command(check.command, self.sandbox, folder, limit)
+        if code is None:
             return "failed", f"timed out after {limit:g} s"
-        finally:  # the sandbox runtime's helpers (its proxies) end with the check
-            await stop_group(process)
-        text = "\n".join(output.decode(errors="replace").splitlines()[-TAIL_LINES:])
-        return ("passed" if process.returncode == 0 else "failed"), text
+        text = "\n".join(output.splitlines()[-TAIL_LINES:])
+        return ("passed" if code == 0 else "failed"), text
 
 
 async def verify(

@@ -68,26 +68,11 @@ def shell_tool(
             _remove_placeholders(project_dir, absent)
 
     async def _run(command: str, timeout: float) -> ToolResult:
-        process = await asyncio.create_subprocess_exec(
-            *shell_command(command, sandbox),
-            cwd=project_dir,
-            env=child_env(environ),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            output, _ = await asyncio.wait_for(process.communicate(), timeout)
-        except TimeoutError:
+        code, text = await run_command(command, sandbox, project_dir, timeout, environ)
+        if code is None:
             return ToolResult(f"Error: the command timed out after {timeout:g} s.", is_error=True)
-        finally:  # timed out or cancelled: the command and all it started go
-            if process.returncode is None:
-                await stop_group(process)
-        text = output.decode(errors="replace")
         if len(text) > MAX_OUTPUT_CHARS:
             text = "[output cut: showing the end]\n" + text[-MAX_OUTPUT_CHARS:]
-        code = process.returncode
         return ToolResult(text if code == 0 else f"{text}\n(exit code {code})", is_error=code != 0)
 
     return HostTool(
@@ -99,7 +84,35 @@ def shell_tool(
     )
 
 
-async def stop_group(process: asyncio.subprocess.Process) -> None:
+async def run_command(
+    command: str,
+    sandbox: tuple[SandboxPolicy, Path, Path] | None,
+    folder: Path,
+    timeout: float,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[int | None, str]:
+    """Run `command` in `folder` (in the OS sandbox when given), in a session of its own with
+    a scrubbed environment; its exit code (None: it timed out) and its output."""
+    process = await asyncio.create_subprocess_exec(
+        *shell_command(command, sandbox),
+        cwd=folder,
+        env=child_env(environ),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), timeout)
+    except TimeoutError:
+        return None, ""
+    finally:  # timed out or cancelled: the command and all it started go
+        if process.returncode is None:
+            await _stop_group(process)
+    return process.returncode, output.decode(errors="replace")
+
+
+async def _stop_group(process: asyncio.subprocess.Process) -> None:
     """SIGTERM the command's process group, so the runtime cleans up; SIGKILL what is left."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)

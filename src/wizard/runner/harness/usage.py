@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from wizard.errors import ConfigError, UsageError
@@ -97,7 +97,7 @@ class UsageMeter:
         tokens = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
                   usage.cache_write_tokens)  # fmt: skip
         cost = sum(count * rate for count, rate in zip(tokens, price, strict=False)) / 1e6
-        return Usage(**{**usage.__dict__, "cost_usd": round(cost, 8)})
+        return replace(usage, cost_usd=round(cost, 8))
 
 
 def price_table(environ: Mapping[str, str]) -> dict[str, tuple[float, ...]]:
