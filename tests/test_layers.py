@@ -125,7 +125,10 @@ def test_the_layers_hold(who: tuple[str, ...], banned: tuple[str, ...], why: str
     [
         ("rich", ("wizard.ui",)),
         ("claude_agent_sdk", ("wizard.testing.fake_cli",)),  # the SDK is imported lazily
-        ("typer", ("wizard.cli", "wizard.cli_options", "wizard.cli_refusals")),
+        (
+            "typer",
+            ("wizard.cli", "wizard.cli_options", "wizard.cli_refusals", "wizard.cli_journal"),
+        ),
         ("posthog", ("wizard.analytics",)),
         ("httpx", ("wizard.runner.harness.proxy",)),
     ],

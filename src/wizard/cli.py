@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wizard import __version__
+from wizard.cli_journal import COMMANDS
 from wizard.cli_options import (
     AllowInsecure,
     Ci,
@@ -31,6 +33,8 @@ from wizard.cli_options import (
     NoSandbox,
     NoVerify,
     OutcomeJson,
+    PatchOut,
+    PreviewOpt,
     Project,
     RunArg,
     SequenceOpt,
@@ -38,6 +42,7 @@ from wizard.cli_options import (
     Verbose,
     Verify,
 )
+from wizard.cli_refusals import usage_exit
 from wizard.errors import EngineChanged, UsageError, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 
@@ -84,16 +89,6 @@ def _root(
         raise typer.Exit()
 
 
-def _usage_error(
-    error: WizardError, program: str = "", ci: bool = False, outcome_json: Path | None = None
-) -> typer.Exit:
-    """Report a refused run (stderr, and the outcome for machines); exit code 2."""
-    from wizard.launch import report_usage_error, usage_outcome
-
-    report_usage_error(usage_outcome(program, error), ci, outcome_json)
-    return typer.Exit(EXIT_USAGE)
-
-
 def _launch(
     program: ProgramConfig,
     options: LaunchOptions,
@@ -107,7 +102,7 @@ def _launch(
     try:
         outcome = launch(program, options, with_config(os.environ), services, after)
     except WizardError as exc:
-        raise _usage_error(exc, program.id, options.ci, outcome_json) from exc
+        raise usage_exit(exc, program.id, options.ci, outcome_json) from exc
     if outcome_json is not None:
         outcome_json.write_text(outcome.to_json() + "\n")
     raise typer.Exit(exit_code(outcome))
@@ -172,6 +167,8 @@ def run(
     max_turns: MaxTurns = None,
     max_cost: MaxCost = None,
     max_time: MaxTime = None,
+    preview: PreviewOpt = None,
+    patch_out: PatchOut = None,
 ) -> None:
     """Run a program on a project."""
     from wizard.programs import get_program
@@ -179,7 +176,7 @@ def run(
     try:
         config = get_program(program)
     except WizardError as exc:
-        raise _usage_error(exc, program, ci, outcome_json) from exc
+        raise usage_exit(exc, program, ci, outcome_json) from exc
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(
         project,
@@ -196,6 +193,7 @@ def run(
         (max_turns, max_cost, max_time),
         verify,
     )
+    options = replace(options, preview=preview, patch_out=patch_out)
     _launch(config, options, outcome_json)
 
 
@@ -221,6 +219,8 @@ def skill(
     max_turns: MaxTurns = None,
     max_cost: MaxCost = None,
     max_time: MaxTime = None,
+    preview: PreviewOpt = None,
+    patch_out: PatchOut = None,
 ) -> None:
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
@@ -241,6 +241,7 @@ def skill(
         (max_turns, max_cost, max_time),
         verify,
     )
+    options = replace(options, preview=preview, patch_out=patch_out)
     _launch(skill_program(name), options, outcome_json)
 
 
@@ -278,7 +279,7 @@ def demo(
         setup = prepare_demo(scenario, workdir)
     except WizardError as exc:
         shutil.rmtree(workdir, ignore_errors=True)
-        raise _usage_error(exc, "demo", ci, outcome_json) from exc
+        raise usage_exit(exc, "demo", ci, outcome_json) from exc
     sandboxed = demo_sandbox_available()
     print_demo_intro(setup, ci, sandboxed)
     options = _options(
@@ -314,90 +315,8 @@ def programs() -> None:
     make_console().print(programs_table(ordered, BundledSkills().menu()))
 
 
-@app.command()
-def runs(
-    project: JournalProject = Path("."),
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON array of the runs.")] = False,
-) -> None:
-    """List the journaled runs of a project, newest first."""
-    import json
-
-    from wizard.journal import Journal
-    from wizard.ui.console import make_console
-    from wizard.ui.tables import runs_table
-
-    records = Journal(project).records()
-    if as_json:
-        typer.echo(
-            json.dumps(
-                [r.model_dump(exclude={"before_modes", "after_modes"}) for r in records], indent=1
-            )
-        )
-        return
-    if not records:
-        typer.echo(f"No journaled runs of {project.resolve()} yet: `wizard run` records each one.")
-        return
-    make_console().print(runs_table(records, str(project.resolve())))
-
-
-@app.command(short_help="Show a run's changes as a patch.")
-def diff(
-    run: RunArg = None,
-    project: JournalProject = Path("."),
-    stat: Annotated[bool, typer.Option("--stat", help="A summary: files and line counts.")] = False,
-) -> None:
-    """Show what a run changed, as a patch `git apply` takes (default: the latest run)."""
-    import sys
-
-    from wizard.journal import Journal
-    from wizard.ui.diff import colour_patch
-
-    journal = Journal(project)
-    try:
-        record = journal.find(run, undoable=False)
-    except WizardError as exc:
-        raise _usage_error(exc) from exc
-    patch = journal.patch(record, stat=stat)
-    if not patch:
-        typer.echo(f"Run {record.run_id} changed no files.", err=True)
-        return
-    coloured = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    out = sys.stdout.buffer
-    out.write((colour_patch(patch) if coloured else patch).encode(errors="surrogateescape"))
-    out.flush()
-
-
-@app.command(short_help="Undo a run's changes.")
-def undo(
-    run: RunArg = None,
-    project: JournalProject = Path("."),
-    force: Annotated[
-        bool, typer.Option("--force", help="Undo even files that changed after the run.")
-    ] = False,
-) -> None:
-    """Put back every file a run changed (default: the latest run not undone yet)."""
-    from wizard.journal import Journal, UndoRefused
-    from wizard.journal.lock import project_lock
-    from wizard.launch import new_run_id
-
-    journal = Journal(project)
-    undo_id = new_run_id()
-    try:
-        with project_lock(project, undo_id):  # not while a run works on the project
-            target = journal.find(run)
-            done = journal.undo(target, undo_id, force=force)
-    except UndoRefused as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        typer.echo(exc.hint or "", err=True)
-        raise typer.Exit(1) from exc
-    except WizardError as exc:
-        raise _usage_error(exc) from exc
-    for line in done.restored:
-        typer.echo(f"  {line}")
-    typer.echo(
-        f"Undid run {target.run_id} ({len(done.restored)} change(s)); this undo is run "
-        f"{done.record.run_id}, and `wizard undo {done.record.run_id}` takes it back."
-    )
+for _name, (_command, _summary) in COMMANDS.items():
+    app.command(_name, short_help=_summary)(_command)
 
 
 @app.command(short_help="Carry on an interrupted orchestrator run.")
@@ -420,8 +339,6 @@ def resume(
     max_time: MaxTime = None,
 ) -> None:
     """Carry on an interrupted orchestrator run: finished tasks do not run again."""
-    from dataclasses import replace
-
     from wizard.programs import get_program
     from wizard.runner.resume import resumable_run
 
@@ -429,7 +346,7 @@ def resume(
         record = resumable_run(project, run)
         config = get_program(record.program)  # a `wizard skill` run is not resumable
     except WizardError as exc:
-        raise _usage_error(exc, run or "resume", ci, outcome_json) from exc
+        raise usage_exit(exc, run or "resume", ci, outcome_json) from exc
     gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
     options = _options(project, record.harness, "orchestrator", None, None, ci, gateway,
                        verbose, max_parallel, no_sandbox, no_verify,
@@ -449,7 +366,7 @@ def schema(
 
     schemas = {"outcome": outcome_schema, "events": events_schema}
     if what not in schemas:
-        raise _usage_error(UsageError(f"Unknown schema '{what}'.", "Ask for outcome or events."))
+        raise usage_exit(UsageError(f"Unknown schema '{what}'.", "Ask for outcome or events."))
     typer.echo(json.dumps(schemas[what](), indent=2))
 
 

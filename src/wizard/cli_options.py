@@ -122,6 +122,22 @@ NoSandbox = Annotated[
     ),
 ]
 
+PreviewOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--preview/--no-preview",
+        help="Work on a copy of the project, to apply (`wizard apply`) or discard after.  "
+        "[env var: WIZARD_PREVIEW]",
+    ),
+]
+PatchOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--patch-out",
+        help="With --preview: write its change to this file as a patch for git apply.",
+    ),
+]
+
 
 JournalProject = Annotated[Path, typer.Option("--project", help="The project whose runs to use.")]
 RunArg = Annotated[

@@ -11,7 +11,18 @@ from types import ModuleType
 
 import typer
 
+from wizard.errors import WizardError
 from wizard.outcome import EXIT_USAGE, exit_code
+
+
+def usage_exit(
+    error: WizardError, program: str = "", ci: bool = False, outcome_json: Path | None = None
+) -> typer.Exit:
+    """Report a refused command (stderr, and the outcome for machines); exit code 2."""
+    from wizard.launch import report_usage_error, usage_outcome
+
+    report_usage_error(usage_outcome(program, error), ci, outcome_json)
+    return typer.Exit(EXIT_USAGE)
 
 
 def cancelled_early(argv: list[str]) -> int:

@@ -16,6 +16,7 @@
     max_turns = 60                    # budgets: model turns, USD, wall time
     max_cost = 2.5
     max_time = "20m"
+    preview = true                    # every run a preview, applied with `wizard apply`
 
     [prices]                          # USD per million tokens: in, out, cache read, write
     "my-model" = [1.0, 5.0, 0.1, 1.25]
@@ -62,6 +63,7 @@ class RunSection(_Section):
     max_turns: int | None = None
     max_cost: float | None = None
     max_time: str | None = None
+    preview: bool | None = None
 
 
 class ConfigFile(_Section):
@@ -85,6 +87,7 @@ VARIABLES = {
     ("run", "max_turns"): "WIZARD_MAX_TURNS",
     ("run", "max_cost"): "WIZARD_MAX_COST",
     ("run", "max_time"): "WIZARD_MAX_TIME",
+    ("run", "preview"): "WIZARD_PREVIEW",
 }
 
 
@@ -112,7 +115,7 @@ def read_config(path: Path) -> ConfigFile:
 
 _HINT = (
     "It takes [gateway] url, key, api, refusal_marker, [run] harness, sequence, model, "
-    "max_turns, max_cost, max_time and [prices] "
+    "max_turns, max_cost, max_time, preview and [prices] "
     "(see the README's Configuration); fix it or move it away."
 )
 

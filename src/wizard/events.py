@@ -101,13 +101,16 @@ class RunStarted:
     model: str
     gateway: str
     sandbox: bool
+    # A preview: the agent works on a copy, and the project is untouched until `wizard apply`.
+    preview: bool = False
     kind: Literal["run_started"] = "run_started"
 
     def summary(self) -> str:
         """One line a user reads: what runs where, on which model and gateway."""
         sandbox = "sandbox on" if self.sandbox else "sandbox OFF"
+        where = f"a preview copy of {self.project}" if self.preview else self.project
         return (
-            f"{self.program} on {self.project} · {self.harness} · {self.sequence} · "
+            f"{self.program} on {where} · {self.harness} · {self.sequence} · "
             f"{self.model} via {self.gateway} · {sandbox}"
         )
 
@@ -135,7 +138,7 @@ Event = (
 EventSink = Callable[[Event], None]
 # The version of what wizard writes for machines (`--ci` lines, the outcome): fields are only
 # added within a major version (`wizard.schemas`).
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 def iso_now() -> str:

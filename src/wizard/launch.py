@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal, cast
 
 from wizard.analytics import analytics_from_env
@@ -39,6 +39,7 @@ from wizard.skills.sources import (
     RemoteSkills,
     SkillSource,
 )
+from wizard.tools.paths import is_env_name
 from wizard.ui.ci import CiOutput
 from wizard.ui.console import make_console
 from wizard.ui.live import LiveView
@@ -64,6 +65,10 @@ class LaunchOptions:
     budget: BudgetFlags = field(default_factory=BudgetFlags)
     # `wizard resume`: the interrupted orchestrator run to carry on.
     resume_from: str | None = None
+    # `--preview`: the run works on a copy (unset: `WIZARD_PREVIEW`, else no); `--patch-out`:
+    # the preview's change written as a patch.
+    preview: bool | None = None
+    patch_out: Path | None = None
 
 
 def new_run_id() -> str:
@@ -141,6 +146,39 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
     )
 
 
+def preview_wanted(options: LaunchOptions, environ: Mapping[str, str]) -> bool:
+    """Whether the run is a preview: `--preview`/`--no-preview`, else `WIZARD_PREVIEW` (the
+    config file's `[run] preview`); `--patch-out` needs one."""
+    preview = options.preview
+    if preview is None:
+        preview = environ.get("WIZARD_PREVIEW", "").strip().lower() in ("1", "true", "yes", "on")
+    if options.patch_out is not None and not preview:
+        raise UsageError(
+            "--patch-out writes a preview's change, and this run is not a preview.",
+            "Add --preview (the project is then left untouched), or leave out --patch-out.",
+        )
+    return preview
+
+
+def with_patch(outcome: Outcome, project: Path, path: Path) -> Outcome:
+    """Write what a preview changed to `path` as a patch `git apply` takes in the project
+    (binary files included); environment files are left out, with a warning: a patch is for
+    a pull request, and they hold secrets."""
+    journal = Journal(project)
+    record = journal.get(outcome.run_id or "")
+    if record is None or record.after is None:
+        return replace(outcome, warnings=(*outcome.warnings, f"No patch written to {path}: "
+                                          "the preview's changes were not recorded."))  # fmt: skip
+    left_out = [p for p in record.changed if is_env_name(PurePosixPath(p).name)]
+    kept = [p for p in record.changed if p not in left_out]
+    path.write_bytes(journal.patch(record, paths=kept).encode(errors="surrogateescape"))
+    if not left_out:
+        return outcome
+    note = (f"The patch {path} leaves out environment files, which hold secrets: "
+            f"{', '.join(left_out)}. `wizard apply {outcome.run_id}` writes them.")  # fmt: skip
+    return replace(outcome, warnings=(*outcome.warnings, note))
+
+
 def cancelled_outcome(
     program: ProgramConfig, binding: ProgramBinding, by: int = signal.SIGINT
 ) -> Outcome:
@@ -202,6 +240,7 @@ def launch(
     `services` may run things for the length of the run inside its event loop (the demo's
     gateway) and give extra environment; `after_run` prints anything after the outro.
     """
+    options = replace(options, preview=preview_wanted(options, environ))
     run_id = new_run_id()
     console = make_console(sys.stderr if options.ci else sys.stdout)
     ci = CiOutput(sys.stdout, run_id) if options.ci else None
@@ -225,6 +264,8 @@ def launch(
     if outcome.status == "cancelled" and not outcome.tasks:  # interrupted: the queue on disk
         outcome = replace(outcome, tasks=saved_tasks(run_id))
     outcome = with_journal(replace(outcome, run_id=run_id), options.project)
+    if options.patch_out is not None and outcome.preview:
+        outcome = with_patch(outcome, options.project, options.patch_out)
     if outcome.error_type is AgentErrorType.ENGINE_FAILURE and outcome.outro is not None:
         body = f"{outcome.outro.body}\n\nLog file: {log.path}"
         outcome = replace(outcome, outro=replace(outcome.outro, body=body))
@@ -304,4 +345,5 @@ def _request(
         verify_full=options.verify_full,
         budget=options.budget,
         resume_from=options.resume_from,
+        preview=bool(options.preview),
     )

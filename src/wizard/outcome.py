@@ -178,6 +178,9 @@ class Outcome:
     # What the run used: requests, tokens, model time, cost (summed over an orchestrator's
     # runs, each task's in its `tasks` entry).
     usage: Usage | None = None
+    # A preview (`--preview`): the run worked on a copy, and the project is untouched until
+    # `wizard apply RUN`; `changed_files` and `edits` say what applying it would change.
+    preview: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary of this outcome."""

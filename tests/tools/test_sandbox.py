@@ -11,6 +11,7 @@ import pytest
 
 from wizard.errors import UsageError
 from wizard.events import EventRecorder, LogLine
+from wizard.runner.previewing import Workspace
 from wizard.runner.sandboxing import NO_SANDBOX_WARNING, RunSandbox
 from wizard.tools import sandbox
 from wizard.tools.fence import Fence
@@ -113,7 +114,9 @@ def _which_without(real: object, *names: str) -> object:
 
 def test_off_warns_loudly_and_builds_no_policy(tmp_path: Path) -> None:
     recorder = EventRecorder()
-    run = RunSandbox.open(tmp_path, "r1", (), {"WIZARD_SANDBOX": "off"}, recorder)
+    run = RunSandbox.open(
+        Workspace(tmp_path, tmp_path), "r1", (), {"WIZARD_SANDBOX": "off"}, recorder
+    )
     assert run.policy is None and run.warnings == (NO_SANDBOX_WARNING,)
     (warning,) = [e for e in recorder.events if isinstance(e, LogLine)]
     assert warning.level == "warning" and "OFF" in warning.message
@@ -121,7 +124,9 @@ def test_off_warns_loudly_and_builds_no_policy(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 def test_a_run_sandbox_makes_and_removes_its_folders(tmp_path: Path) -> None:
-    run = RunSandbox.open(tmp_path, "r2", ("us.i.posthog.com",), {}, EventRecorder())
+    run = RunSandbox.open(
+        Workspace(tmp_path, tmp_path), "r2", ("us.i.posthog.com",), {}, EventRecorder()
+    )
     assert run.policy is not None and run.temp_dir is not None and run.temp_dir.is_dir()
     assert str(run.temp_dir) in run.policy.write
     run.close()

@@ -87,8 +87,8 @@ def test_paths_and_commands_are_printed_whole_below_the_panel() -> None:
     lines = buffer.getvalue().splitlines()
     # Each on one line of its own, so a copy of it is the command (no border, no break).
     assert f"Check {project}/report.md for details" in lines
-    assert f"Review: wizard diff r1 --project {project}" in lines
-    assert f"Undo:   wizard undo r1 --project {project}" in lines
+    assert f"Review:  wizard diff r1 --project {project}" in lines
+    assert f"Undo:    wizard undo r1 --project {project}" in lines
 
 
 def test_lines_removed_from_the_users_files_are_named_most_first() -> None:

@@ -4,15 +4,17 @@ It records and restores project files and knows nothing of harnesses; the runner
 before and after a run (`Journal.begin` / `Journal.finish`).
 """
 
-from wizard.journal.pruning import prune_demo_journals
-from wizard.journal.runs import Journal, RunRecord, Undone, UndoRefused
+from wizard.journal.pruning import prune_demo_journals, prune_previews
+from wizard.journal.runs import ApplyRefused, Journal, RunRecord, Undone, UndoRefused
 from wizard.journal.store import git_available
 
 __all__ = [
+    "ApplyRefused",
     "Journal",
     "RunRecord",
     "UndoRefused",
     "Undone",
     "git_available",
     "prune_demo_journals",
+    "prune_previews",
 ]

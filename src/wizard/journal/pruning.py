@@ -1,4 +1,5 @@
-"""Pruning the journals of demo projects, which would otherwise pile up (about 250 KB each).
+"""Pruning what would otherwise pile up in the state folder: the journals of demo projects
+(about 250 KB each), and the copies of previews never applied nor discarded.
 
 `wizard demo` keeps each sample project in a `wizard-demo-*` temp folder for the user to look
 at, and journals its run like any other. A demo journal whose project is gone serves nothing;
@@ -9,9 +10,12 @@ here (their runs are pruned per project, `WIZARD_JOURNAL_KEEP`).
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from wizard.config import state_root
+from wizard.journal.project_copy import remove_copy
+from wizard.journal.runs import Journal
 
 DEMO_PREFIX = "wizard-demo-"
 
@@ -36,4 +40,26 @@ def prune_demo_journals(keep: int = 5, root: Path | None = None) -> list[Path]:
             continue
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
+    return removed
+
+
+def prune_previews(max_age: float, root: Path | None = None) -> list[str]:
+    """Remove the copies of previews started more than `max_age` seconds ago, of every
+    project; their records say they were discarded. The ids of the previews removed."""
+    removed = []
+    now = time.time()
+    for folder in ((root or state_root()) / "journal").glob("*/previews/*"):
+        try:
+            if now - folder.stat().st_mtime <= max_age:
+                continue
+            project = Path((folder.parent.parent / "project").read_text().strip())
+        except OSError:
+            continue
+        journal = Journal(project, root)
+        record = journal.get(folder.name) if journal.state == folder.parent.parent else None
+        if record is not None and record.preview_state == "pending":
+            journal.close_preview(record, "discarded")
+        else:
+            remove_copy(folder)
+        removed.append(folder.name)
     return removed

@@ -22,6 +22,8 @@ from wizard.atomic import write_atomically
 from wizard.config import state_root
 from wizard.errors import ConfigError, UsageError
 from wizard.journal.edits import Edits, edits_between
+from wizard.journal.project_copy import copy_project, remove_copy
+from wizard.journal.refusals import ApplyRefused, UndoRefused
 from wizard.journal.store import Change, GitStore, Snapshot
 
 DEFAULT_KEEP = 20
@@ -33,7 +35,8 @@ class RunRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     run_id: str
-    kind: Literal["run", "undo"] = "run"
+    # A preview works on a copy (`preview_dir`) and changes the project only when applied.
+    kind: Literal["run", "undo", "preview"] = "run"
     program: str
     harness: str | None = None
     sequence: str | None = None
@@ -58,19 +61,13 @@ class RunRecord(BaseModel):
     error_type: str | None = None
     undoes: str | None = None
     undone_by: str | None = None
-
-
-class UndoRefused(UsageError):
-    """Files the run changed were changed again afterwards; nothing was touched."""
-
-    def __init__(self, run_id: str, paths: list[str]) -> None:
-        listed = "\n".join(f"  {path}" for path in paths)
-        super().__init__(
-            f"Not undoing run {run_id}: these files changed after it ended:\n{listed}",
-            f"Nothing was changed. Keep or move your edits, or run `wizard undo {run_id} "
-            "--force` to put the files back as they were before the run anyway.",
-        )
-        self.paths = paths
+    # A preview: its copy, the copy's read-only links to heavy folders, and what became of it.
+    preview_dir: str | None = None
+    mounts: dict[str, str] = {}
+    preview_state: Literal["pending", "applied", "discarded"] | None = None
+    applied_by: str | None = None
+    # A run that applied a preview: that preview's id.
+    applies: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,18 +102,42 @@ class Journal:
         sequence: str | None = None,
         *,
         undoes: str | None = None,
+        applies: str | None = None,
     ) -> RunRecord:
-        """Snapshot the project before a run (or before undoing the run `undoes`)."""
+        """Snapshot the project before a run (or before undoing the run `undoes`, or applying
+        the preview `applies`)."""
         snapshot = self.store.snapshot()
         self.store.keep(f"{run_id}/before", snapshot.tree)
         record = RunRecord(
-            run_id=run_id, kind="undo" if undoes else "run", undoes=undoes, program=program,
-            harness=harness, sequence=sequence, started_at=_now(), before=snapshot.tree,
-            before_modes=snapshot.modes, heavy_before=snapshot.heavy, large_before=snapshot.large,
+            run_id=run_id, kind="undo" if undoes else "run", undoes=undoes, applies=applies,
+            program=program, harness=harness, sequence=sequence, started_at=_now(),
+            before=snapshot.tree, before_modes=snapshot.modes, heavy_before=snapshot.heavy,
+            large_before=snapshot.large,
         )  # fmt: skip
         (self.state / "project").write_text(str(self.project))
         self._save(record)
         return record
+
+    def begin_preview(
+        self, run_id: str, program: str, harness: str | None = None, sequence: str | None = None
+    ) -> RunRecord:
+        """Snapshot the project before a preview, and make the preview's copy of it."""
+        record = self.begin(run_id, program, harness, sequence)
+        folder = self.state / "previews" / run_id
+        try:
+            copy = copy_project(self.project, folder / "project")
+        except OSError as exc:
+            remove_copy(folder)
+            self._discard(record)
+            raise ConfigError(
+                f"The preview's copy of {self.project} could not be made: {exc}",
+                f"It goes in {folder}: free space there (or set WIZARD_STATE_DIR), then run again.",
+            ) from exc
+        update = {"kind": "preview", "preview_dir": str(copy.root), "mounts": copy.mounts,
+                  "preview_state": "pending"}  # fmt: skip
+        preview = record.model_copy(update=update)
+        self._save(preview)
+        return preview
 
     def finish(self, record: RunRecord, status: str, error_type: str | None = None) -> RunRecord:
         """Snapshot the project after a run, whatever its outcome; prune old records.
@@ -124,7 +145,8 @@ class Journal:
         A snapshot that fails still closes the record, with the reason: the run is not
         undoable, and `wizard runs` says it ended."""
         try:
-            snapshot = self.store.snapshot()
+            copy = Path(record.preview_dir) if record.preview_dir else None
+            snapshot = self.store.snapshot(copy, record.mounts)
             self.store.keep(f"{record.run_id}/after", snapshot.tree)
         except (ConfigError, OSError) as exc:
             update = {
@@ -215,18 +237,30 @@ class Journal:
             )
         return matches[0]
 
-    def patch(self, record: RunRecord, *, stat: bool = False) -> str:
-        """What the run changed, as a unified diff `git apply` takes (or its `--stat`)."""
+    def patch(
+        self, record: RunRecord, *, stat: bool = False, paths: list[str] | None = None
+    ) -> str:
+        """What the run changed, as a unified diff `git apply` takes (or its `--stat`); only
+        of `paths` when given."""
         assert record.after is not None
         if stat:
             return self.store.stat(record.before, record.after)
-        return self.store.patch(record.before, record.after)
+        if paths is not None and not paths:
+            return ""
+        return self.store.patch(record.before, record.after, paths)
 
-    # --- undoing --------------------------------------------------------------------------
+    # --- undoing and applying ---------------------------------------------------------------
 
     def undo(self, target: RunRecord, run_id: str, *, force: bool = False) -> Undone:
         """Put every file `target` changed back as it was before it; journaled as a run."""
         assert target.after is not None
+        if target.kind == "preview":
+            raise UsageError(
+                f"Run {target.run_id} is a preview: it never changed the project.",
+                f"`wizard discard {target.run_id}` removes it"
+                + (f"; the run that applied it is {target.applied_by}." if target.applied_by
+                   else f", `wizard apply {target.run_id}` applies it."),
+            )  # fmt: skip
         record = self.begin(
             run_id, target.program, target.harness, target.sequence, undoes=target.run_id
         )
@@ -237,13 +271,85 @@ class Journal:
             raise UndoRefused(target.run_id, later)
         changes = self.store.changes(target.before, target.after)
         restored = self.store.restore(changes, Snapshot(target.before, target.before_modes))
-        restored += self._restore_modes(target, {c.path for c in changes})
+        restored += self._restore_modes(target.changed, target.before_modes, changes)
         finished = self.finish(record, "succeeded")
         self._save(target.model_copy(update={"undone_by": run_id}))
         if target.kind == "undo" and (original := self.get(target.undoes or "")) is not None:
             # Undoing an undo puts that run's changes back: it is no longer undone.
             self._save(original.model_copy(update={"undone_by": None}))
         return Undone(finished, restored)
+
+    def apply(self, preview: RunRecord, run_id: str, *, force: bool = False) -> Undone:
+        """Write what the preview changed into the project, journaled as the run `run_id`.
+
+        Refused (`ApplyRefused`, nothing touched) when a file the preview changed changed in
+        the project since the preview started, unless `force`. Each file is written as the
+        preview left it, atomically and with its mode; files it removed are removed."""
+        assert preview.after is not None and preview.kind == "preview"
+        if preview.status != "succeeded" and not force:
+            raise ApplyRefused.ended(preview)
+        record = self.begin(
+            run_id, preview.program, preview.harness, preview.sequence, applies=preview.run_id
+        )
+        since = self.store.changes(preview.before, record.before)
+        moved = set(_changed_paths(since, preview.before_modes, record.before_modes))
+        if (clashes := sorted(moved.intersection(preview.changed))) and not force:
+            self._discard(record)
+            raise ApplyRefused.conflicts(preview.run_id, clashes)
+        touched = set(preview.changed)  # the user's own edits elsewhere stay as they are
+        changes = [c for c in self.store.changes(preview.after, record.before) if c.path in touched]
+        written = self.store.restore(changes, Snapshot(preview.after, preview.after_modes), "wrote")
+        written += self._restore_modes(preview.changed, preview.after_modes, changes)
+        finished = self.finish(record, "succeeded")
+        self.close_preview(preview, "applied", applied_by=run_id)
+        return Undone(finished, written)
+
+    def pending_preview(self, run_id: str | None, *, finished: bool = True) -> RunRecord:
+        """The preview `run_id` (or a prefix of it; default: the newest pending one), if it
+        can still be applied (`finished`: its run ended) or discarded; a `UsageError` saying
+        why not."""
+        records = self.records()
+        if run_id is None:
+            records = [r for r in records if r.preview_state == "pending"]
+        else:
+            records = [r for r in records if r.run_id.startswith(run_id)]
+        if len(records) != 1 and (run_id is not None or not records):
+            which = f"has the id '{run_id}'" if run_id else "is waiting to be applied"
+            raise UsageError(
+                f"No single preview of {self.project} {which}.",
+                "`wizard runs --project DIR` lists the runs and previews of a project.",
+            )
+        preview = records[0]
+        if preview.kind != "preview":
+            raise UsageError(
+                f"Run {preview.run_id} is not a preview: it changed the project as it ran.",
+                f"`wizard undo {preview.run_id}` takes it back.",
+            )
+        if preview.preview_state != "pending" or (finished and preview.after is None):
+            by = f" by run {preview.applied_by}" if preview.applied_by else ""
+            state = preview.preview_state or "unfinished"
+            raise UsageError(
+                f"Preview {preview.run_id} was {state}{by}; there is nothing left to do.",
+                f"`wizard undo {preview.applied_by}` takes the applied change back."
+                if preview.applied_by else "Run the program again with --preview.",
+            )  # fmt: skip
+        return preview
+
+    def close_preview(
+        self, preview: RunRecord, state: Literal["applied", "discarded"], **fields: Any
+    ) -> RunRecord:
+        """Remove a preview's copy; its record says it was applied or discarded."""
+        if preview.preview_dir:
+            remove_copy(Path(preview.preview_dir).parent)
+        closed = preview.model_copy(update={"preview_state": state, **fields})
+        self._save(closed)
+        return closed
+
+    def forget_preview(self, preview: RunRecord) -> None:
+        """Remove a preview that never ran: its copy and its record."""
+        if preview.preview_dir:
+            remove_copy(Path(preview.preview_dir).parent)
+        self._discard(preview)
 
     def changed_since_end(self, record: RunRecord) -> list[str]:
         """The paths that differ between the end of `record`'s run and the project now."""
@@ -260,14 +366,17 @@ class Journal:
         moved = _changed_paths(since, target.after_modes, now.modes)
         return sorted(path for path in moved if path in touched)
 
-    def _restore_modes(self, target: RunRecord, done: set[str]) -> list[str]:
-        """Files whose permission bits alone the run changed."""
+    def _restore_modes(
+        self, changed: list[str], modes: dict[str, int], done: list[Change]
+    ) -> list[str]:
+        """Give files whose permission bits alone differ the bits in `modes` (else git's)."""
         restored = []
-        for path in target.changed:
+        written = {change.path for change in done}
+        for path in changed:
             file = self.project / path
-            if path in done or not file.is_file() or file.is_symlink():
+            if path in written or not file.is_file() or file.is_symlink():
                 continue
-            bits = target.before_modes.get(path)
+            bits = modes.get(path)
             if bits is None:
                 bits = 0o755 if file.stat().st_mode & 0o100 else 0o644
             file.chmod(bits)
@@ -285,6 +394,8 @@ class Journal:
         if not old:
             return
         for record in old:
+            if record.preview_dir:
+                remove_copy(Path(record.preview_dir).parent)
             self._discard(record)
         self.store.forget(f"{r.run_id}/{side}" for r in old for side in ("before", "after"))
 

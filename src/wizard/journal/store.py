@@ -26,6 +26,7 @@ bits of files that differ from git's two modes are kept beside each snapshot. A 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -125,24 +126,27 @@ class GitStore:
             self.state.mkdir(parents=True, exist_ok=True)
             self._git("init", "--quiet", "--bare", str(self.git_dir), store=False)
 
-    def snapshot(self) -> Snapshot:
-        """Record the project's files now."""
+    def snapshot(self, copy: Path | None = None, mounts: Iterable[str] = ()) -> Snapshot:
+        """Record the project's files now (or a preview's `copy` of them, whose `mounts`, the
+        links it holds in place of heavy folders, count as those folders)."""
         self._ensure()
         limit = int(os.environ.get("WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE))
-        cache = self._load_cache()
+        root = copy or self.project
+        cache_name = "preview-stat-cache.json" if copy is not None else "stat-cache.json"
+        cache = self._load_cache(cache_name)
         fresh: dict[str, list[int | str]] = {}
         lines: list[str] = []
         modes: dict[str, int] = {}
         large: dict[str, str] = {}
         heavy: dict[str, int] = {}
-        for entry in self._entries(heavy):
+        for entry in self._entries(root, heavy, frozenset(mounts)):
             info = entry.info
             if entry.mode != "120000" and info.st_size > limit:
                 large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
                 continue
             key: list[int | str] = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
             cached = cache.get(entry.path)
-            blob = str(cached[-1]) if cached and cached[:-1] == key else self._store(entry)
+            blob = str(cached[-1]) if cached and cached[:-1] == key else self._store(root, entry)
             fresh[entry.path] = [*key, blob]
             lines.append(f"{entry.mode} {blob}\t{entry.path}")
             bits = stat.S_IMODE(info.st_mode)
@@ -152,17 +156,19 @@ class GitStore:
         listing = "\0".join(lines).encode(errors="surrogateescape") + b"\0"
         self._git("update-index", "-z", "--index-info", stdin=listing if lines else b"")
         tree = self._git("write-tree").decode().strip()
-        self._save_cache(fresh)
+        self._save_cache(cache_name, fresh)
         return Snapshot(tree, modes, heavy, large)
 
-    def _entries(self, heavy: dict[str, int]) -> Iterator[_Entry]:
-        """Every file and link beneath the project, through no followed link; no `.git`,
-        nothing that is not a file or a link. Heavy folders go into `heavy` (their mtimes)."""
+    @staticmethod
+    def _entries(root: Path, heavy: dict[str, int], mounts: frozenset[str]) -> Iterator[_Entry]:
+        """Every file and link beneath `root`, through no followed link; no `.git`, nothing
+        that is not a file or a link. Heavy folders (and `mounts`) go into `heavy` (their
+        mtimes)."""
         stack = [""]
         while stack:
             relative = stack.pop()
             try:
-                found = list(os.scandir(self.project / relative))
+                found = list(os.scandir(root / relative))
             except OSError:
                 continue
             for item in found:
@@ -178,14 +184,17 @@ class GitStore:
                         stack.append(path)
                 elif item.name == ".git":
                     continue  # a submodule's pointer to its repository
+                elif path in mounts:
+                    with contextlib.suppress(OSError):
+                        heavy[path] = os.stat(root / path).st_mtime_ns
                 elif stat.S_ISLNK(info.st_mode):
                     yield _Entry(path, "120000", info)
                 elif stat.S_ISREG(info.st_mode):
                     yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
 
-    def _store(self, entry: _Entry) -> str:
+    def _store(self, root: Path, entry: _Entry) -> str:
         """Write the entry's blob into the store's objects (if new); its id."""
-        absolute = self.project / entry.path
+        absolute = root / entry.path
         if entry.mode == "120000":
             content = os.fsencode(os.readlink(absolute))
         else:
@@ -200,15 +209,15 @@ class GitStore:
             write_atomically(target, zlib.compress(data, 1), 0o444)
         return blob
 
-    def _load_cache(self) -> Mapping[str, list[int | str]]:
+    def _load_cache(self, name: str) -> Mapping[str, list[int | str]]:
         try:
-            loaded = json.loads((self.state / "stat-cache.json").read_text())
+            loaded = json.loads((self.state / name).read_text())
         except (OSError, ValueError):
             return {}
         return loaded if isinstance(loaded, dict) else {}
 
-    def _save_cache(self, cache: Mapping[str, list[int | str]]) -> None:
-        write_atomically(self.state / "stat-cache.json", json.dumps(cache).encode(), 0o600)
+    def _save_cache(self, name: str, cache: Mapping[str, list[int | str]]) -> None:
+        write_atomically(self.state / name, json.dumps(cache).encode(), 0o600)
 
     def keep(self, ref: str, tree: str) -> None:
         """Keep `tree` alive under `refs/wizard/<ref>` (until `forget`)."""
@@ -218,8 +227,9 @@ class GitStore:
         """Drop refs and the objects only they kept."""
         for ref in refs:
             self._git("update-ref", "-d", f"refs/wizard/{ref}")
-        # The stat cache may name blobs the collection drops: the next snapshot rehashes.
-        (self.state / "stat-cache.json").unlink(missing_ok=True)
+        # The stat caches may name blobs the collection drops: the next snapshot rehashes.
+        for name in ("stat-cache.json", "preview-stat-cache.json"):
+            (self.state / name).unlink(missing_ok=True)
         self._git("gc", "--quiet", "--prune=now")
 
     def changes(self, old: str, new: str) -> list[Change]:
@@ -236,11 +246,13 @@ class GitStore:
             )
         return changes
 
-    def patch(self, old: str, new: str) -> str:
-        """The unified diff from tree `old` to tree `new`."""
+    def patch(self, old: str, new: str, paths: list[str] | None = None) -> str:
+        """The unified diff from tree `old` to tree `new` (of only `paths`, when given)."""
         options = ("-p", "-r", "--binary", "--no-color", "--no-renames", "--no-textconv",
                    "--no-ext-diff")  # fmt: skip
-        return self._git("diff-tree", *options, old, new).decode(errors="surrogateescape")
+        only = ("--", *paths) if paths is not None else ()
+        out = self._git("--literal-pathspecs", "diff-tree", *options, old, new, *only)
+        return out.decode(errors="surrogateescape")
 
     def stat(self, old: str, new: str) -> str:
         """The summary of the changes from tree `old` to tree `new` (`git diff --stat`)."""
@@ -279,8 +291,9 @@ class GitStore:
                 found.add(name.decode(errors="surrogateescape"))
         return found
 
-    def restore(self, changes: list[Change], to: Snapshot) -> list[str]:
-        """Put each changed path back as it was in `to`; return the paths, as restored."""
+    def restore(self, changes: list[Change], to: Snapshot, verb: str = "restored") -> list[str]:
+        """Put each changed path back as it was in `to`; return the paths, as restored
+        (`verb` names what was done to one)."""
         restored = []
         # Remove what `to` did not have first, so a folder can give way to a file.
         for change in sorted((c for c in changes if c.status == "A"), key=lambda c: c.path):
@@ -293,7 +306,7 @@ class GitStore:
             if change.old_mode == "160000":  # a nested repository: not journaled
                 continue
             self._put_back(change, to.modes.get(change.path))
-            restored.append(f"restored {change.path}")
+            restored.append(f"{verb} {change.path}")
         return restored
 
     def _put_back(self, change: Change, bits: int | None) -> None:

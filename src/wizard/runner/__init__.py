@@ -30,6 +30,7 @@ from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, Harness
 from wizard.runner.harness.usage import BudgetFlags, RunSpend, price_table, run_budget
 from wizard.runner.journaling import RunJournal
+from wizard.runner.previewing import Workspace, as_preview, prune_previews
 from wizard.runner.sandboxing import RunSandbox
 from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
 from wizard.runner.sequence.linear import run_linear
@@ -38,6 +39,7 @@ from wizard.runner.switchboard import Binding, resolve_binding
 from wizard.runner.verification import verified
 from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.tools.project import AskFunction
+from wizard.tools.sandbox import sandbox_enabled
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,8 @@ class RunRequest:
     budget: BudgetFlags = field(default_factory=BudgetFlags)
     # `wizard resume`: carry on the queue of this interrupted orchestrator run.
     resume_from: str | None = None
+    # `--preview`: the run works on a copy of the project, applied later (`wizard apply`).
+    preview: bool = False
 
 
 def make_harness(name: str) -> Harness:
@@ -146,25 +150,57 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
     project = request.project_dir.resolve()
+    prune_previews(request.environ, note=lambda line: request.sink(LogLine(line)))
     # One run per project: a second one is refused here, before anything is touched.
     with project_lock(project, request.run_id, note=lambda line: request.sink(LogLine(line))):
+        journal, workspace, sandbox = _open_workspace(request, project, binding)
+        request.sink(
+            RunStarted(program.id, str(project), binding.harness, binding.sequence,
+                       binding.model, gateway.url, sandbox.policy is not None,
+                       preview=workspace.preview)
+        )  # fmt: skip
+        try:
+            outcome = await _run(
+                request, binding, gateway, harness, sandbox, spend, workspace, journal
+            )
+        finally:
+            sandbox.close()
+    if workspace.preview:
+        outcome = as_preview(outcome, program.label)
+    return replace(outcome, warnings=(*sandbox.warnings, *outcome.warnings))
+
+
+def _open_workspace(
+    request: RunRequest, project: Path, binding: Binding
+) -> tuple[RunJournal | None, Workspace, RunSandbox]:
+    """Where the agent works, and its sandbox; a preview's journal, opened first because it
+    makes the copy the sandbox and the agent work in."""
+    journal = None
+    if request.preview:
+        if not sandbox_enabled(request.environ, request.no_sandbox):
+            raise UsageError(
+                "A preview needs the OS sandbox: without it the agent's commands run as you, "
+                "and could change the project the preview promises to leave untouched.",
+                "Leave out --no-sandbox (and WIZARD_SANDBOX=off), or run without --preview.",
+            )
+        journal = RunJournal.open_preview(
+            project, request.run_id, request.program.id, binding, request.sink
+        )
+    workspace = Workspace.of(project, journal)
+    try:
         sandbox = RunSandbox.open(
-            project,
+            workspace,
             request.run_id,
-            program.network_hosts,
+            request.program.network_hosts,
             request.environ,
             request.sink,
             off=request.no_sandbox,
         )
-        request.sink(
-            RunStarted(program.id, str(project), binding.harness, binding.sequence,
-                       binding.model, gateway.url, sandbox.policy is not None)
-        )  # fmt: skip
-        try:
-            outcome = await _run(request, binding, gateway, harness, sandbox, spend)
-        finally:
-            sandbox.close()
-    return replace(outcome, warnings=(*sandbox.warnings, *outcome.warnings))
+    except BaseException:  # a preview that cannot run leaves nothing behind
+        if journal is not None:
+            journal.abandon()
+        raise
+    return journal, workspace, sandbox
 
 
 async def _run(
@@ -174,10 +210,14 @@ async def _run(
     harness: Harness,
     sandbox: RunSandbox,
     spend: RunSpend,
+    workspace: Workspace,
+    journal: RunJournal | None,
 ) -> Outcome:
     context = RunContext(
         program=request.program,
-        project_dir=request.project_dir.resolve(),
+        project_dir=workspace.root,
+        read_only=workspace.mounts,
+        preview=workspace.preview,
         binding=binding,
         gateway=gateway,
         skills=request.skills,
@@ -194,9 +234,14 @@ async def _run(
     try:
         await harness.prepare(lambda line: request.sink(LogLine(line)))
     except EngineError as exc:
+        if journal is not None:
+            journal.abandon()
         outro = Outro("error", f"The {binding.harness} engine is not available", str(exc))
         return context.outcome("failed", outro, reason=exc.message)
-    journal = RunJournal.open(context)
+    if journal is None:
+        journal = RunJournal.open(
+            workspace.project, request.run_id, request.program.id, binding, request.sink
+        )
     try:
         outcome = await _run_sequence(context, harness)
     except asyncio.CancelledError:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wizard.errors import WizardError
-from wizard.events import LogLine
+from wizard.errors import ConfigError, WizardError
+from wizard.events import EventSink, LogLine
 from wizard.journal import Journal, RunRecord, git_available
-from wizard.runner.sequence.context import RunContext
+from wizard.runner.sequence.context import Binding
 
 _OFF = "this run is not journaled, so `wizard undo` cannot take it back"
 NOT_JOURNALED = "Not journaled: undo is off for this run"
@@ -24,30 +24,47 @@ NOT_JOURNALED = "Not journaled: undo is off for this run"
 class RunJournal:
     """One run's journal record, or nothing when the journal is off."""
 
-    context: RunContext
+    sink: EventSink
     journal: Journal | None = None
     record: RunRecord | None = None
     # Why the run is not journaled, for the outcome's warnings; None when it is.
     warning: str | None = None
 
     @classmethod
-    def open(cls, context: RunContext) -> RunJournal:
+    def open(
+        cls, project: Path, run_id: str, program_id: str, binding: Binding, sink: EventSink
+    ) -> RunJournal:
         """Snapshot the project before the run."""
         if not git_available():
-            context.sink(
-                LogLine(f"git was not found: {_OFF}. Install git to turn it on.", "warning")
-            )
-            return cls(context, warning=f"{NOT_JOURNALED} (git was not found).")
+            sink(LogLine(f"git was not found: {_OFF}. Install git to turn it on.", "warning"))
+            return cls(sink, warning=f"{NOT_JOURNALED} (git was not found).")
         try:
-            journal = Journal(context.project_dir)
-            binding = context.binding
-            record = journal.begin(
-                context.run_id, context.program.id, binding.harness, binding.sequence
-            )
+            journal = Journal(project)
+            record = journal.begin(run_id, program_id, binding.harness, binding.sequence)
         except (WizardError, OSError) as exc:
-            context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
-            return cls(context, warning=f"{NOT_JOURNALED} ({exc}).")
-        return cls(context, journal, record)
+            sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
+            return cls(sink, warning=f"{NOT_JOURNALED} ({exc}).")
+        return cls(sink, journal, record)
+
+    @classmethod
+    def open_preview(
+        cls, project: Path, run_id: str, program_id: str, binding: Binding, sink: EventSink
+    ) -> RunJournal:
+        """Snapshot the project before a preview and make the copy it runs on. A preview
+        without its journal could never be applied: a `ConfigError` naming the fix."""
+        if not git_available():
+            raise ConfigError(
+                "A preview needs git, for its journal; git was not found.",
+                "Install git, or run without --preview.",
+            )
+        journal = Journal(project)
+        record = journal.begin_preview(run_id, program_id, binding.harness, binding.sequence)
+        return cls(sink, journal, record)
+
+    def abandon(self) -> None:
+        """Forget a preview that never ran (its engine or sandbox could not start)."""
+        if self.journal is not None and self.record is not None:
+            self.journal.forget_preview(self.record)
 
     def finish(self, status: str, error_type: str | None = None) -> RunRecord | None:
         """Snapshot the project after the run; the finished record."""
@@ -56,7 +73,7 @@ class RunJournal:
         try:
             return self.journal.finish(self.record, status, error_type)
         except (WizardError, OSError) as exc:
-            self.context.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
+            self.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             self.warning = f"{NOT_JOURNALED} ({exc})."
             return None
 
@@ -68,7 +85,7 @@ class RunJournal:
         try:
             return self.journal.amend(record, **fields)
         except OSError as exc:
-            self.context.sink(LogLine(f"the run journal failed ({exc})", "warning"))
+            self.sink(LogLine(f"the run journal failed ({exc})", "warning"))
             return record
 
     def materialiser(self, record: RunRecord | None) -> Callable[[Path], None]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from wizard.config import state_root
 from wizard.events import EventSink, LogLine
 from wizard.runlog import log_dir
+from wizard.runner.previewing import Workspace
 from wizard.tools.sandbox import (
     SandboxPolicy,
     build_policy,
@@ -48,7 +49,7 @@ class RunSandbox:
     @classmethod
     def open(
         cls,
-        project: Path,
+        workspace: Workspace,
         run_id: str,
         hosts: tuple[str, ...],
         environ: Mapping[str, str],
@@ -65,9 +66,17 @@ class RunSandbox:
         prefix, cgroup = process_cap(run_id)
         if not prefix:
             sink(LogLine("the process count of commands is not capped here (root, no cgroup)"))
-        private = (state_root(), log_dir())
+        # A preview's commands see the copy, never the project, but for the folders the copy
+        # shows read-only.
+        project = (workspace.project,) if workspace.preview else ()
         policy = build_policy(
-            project, temp_dir, hosts=hosts, environ=environ, private=private, cap_prefix=prefix
+            workspace.root,
+            temp_dir,
+            hosts=hosts,
+            environ=environ,
+            private=(state_root(), log_dir(), *project),
+            read_only=tuple(workspace.mounts.values()),
+            cap_prefix=prefix,
         )
         return cls(policy, temp_dir, cgroup)
 

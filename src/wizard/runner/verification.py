@@ -326,9 +326,14 @@ def _unverified_outro(context: RunContext, result: Verification) -> Outro:
     tail = f"\n\n{failed.output_tail}" if failed.output_tail else ""
     more = len(result.failures) - 1
     others = f" ({more} more check{'s' if more != 1 else ''} failed too)" if more else ""
+    back = (
+        "discard them with `wizard discard`"
+        if context.preview
+        else "take them back with `wizard undo`"
+    )
     body = (
         f"The agent said it was done, but the check “{failed.name}” fails after its changes "
         f"and passed before them{others}.{tail}\n\nNothing is reported as set up: review "
-        "the changes with `wizard diff`, or take them back with `wizard undo`."
+        f"the changes with `wizard diff`, or {back}."
     )
     return Outro("error", f"{context.program.label}: a check failed after the run", body)

@@ -63,8 +63,9 @@ class Fence:
         disallowed_tools: Iterable[str] = (),
         max_calls: int = MAX_TOOL_CALLS,
         sandboxed: bool = False,
+        read_only: Mapping[str, Path] | None = None,
     ) -> None:
-        self.root = ProjectRoot(project_dir)
+        self.root = ProjectRoot(project_dir, read_only)
         self.project_dir = self.root.root
         # With the OS sandbox on, rules it enforces for commands are not repeated here.
         self.sandboxed = sandboxed

@@ -19,7 +19,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -36,6 +36,14 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 CLOSED_FOLDERS = frozenset({".git"})
 # Folders an env-file search skips: never where a project keeps its `.env`.
 _SKIP_FOR_ENV = frozenset({".git", "node_modules"})
+# Why a preview's copy refuses to change a folder it shows read-only (the file tools say it,
+# and a command that fails on one gets it as a note).
+READ_ONLY_NOTE = (
+    "This run is a preview on a copy of the project: its dependency and build folders "
+    "(node_modules, virtualenvs, dist, build, ...) and .git are the project's own, shown "
+    "read-only, so nothing may change them here. Change the manifests instead (package.json, "
+    "requirements, pyproject.toml): the user installs once the preview is applied."
+)
 
 
 @dataclass(frozen=True)
@@ -83,8 +91,11 @@ class Located:
 class ProjectRoot:
     """The project's folder, and every file operation beneath it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, read_only: Mapping[str, Path | str] | None = None) -> None:
         self.root = root.resolve()
+        # A preview's mounts: links in the copy to the project's own folders, read through
+        # the folder wizard named (never the link's own target) and never written.
+        self.mounts = {PurePosixPath(k): Path(v) for k, v in (read_only or {}).items()}
 
     def _relative_parts(self, raw: str) -> list[str] | Refusal:
         text = raw.removeprefix("@")
@@ -129,6 +140,13 @@ class ProjectRoot:
                         continue
                 elif not self._is_link(folder, part):
                     return self._located(stack, part)
+                here = PurePosixPath(*[n for _, n in stack[1:]], part)
+                if here in self.mounts:
+                    mount = self._enter_mount(raw, here, bool(parts), create_folders)
+                    if isinstance(mount, Refusal):
+                        return mount
+                    stack.append((mount, part))
+                    continue
                 # A link, on the way or at the end: walk its target from where it is.
                 hops += 1
                 target = self._link_parts(raw, folder, part, hops)
@@ -141,6 +159,19 @@ class ProjectRoot:
             for descriptor, _ in stack:
                 with contextlib.suppress(OSError):
                     os.close(descriptor)
+
+    def _enter_mount(
+        self, raw: str, here: PurePosixPath, inside: bool, write: bool
+    ) -> int | Refusal:
+        """The project's folder a preview shows at `here`, opened; or why it may not be."""
+        if write:
+            return Refusal(f"{raw} is in {here}, which is read-only. {READ_ONLY_NOTE}")
+        if not inside:
+            return Refusal(f"{raw} names a folder, not a file.", "folder")
+        try:
+            return os.open(self.mounts[here], _DIR_FLAGS)
+        except OSError as exc:
+            return Refusal(f"{here} cannot be opened: {exc.strerror}.")
 
     @staticmethod
     def _located(stack: list[tuple[int, str]], name: str) -> Located | Refusal:

@@ -41,7 +41,7 @@ from typing import Any
 
 from wizard.atomic import write_atomically
 from wizard.errors import UsageError
-from wizard.tools.paths import ProjectRoot
+from wizard.tools.paths import READ_ONLY_NOTE, ProjectRoot
 
 # Credentials in the user's home: a critical refusal in the fence when a command names one
 # (the sandbox closes the whole home folder to commands but for `HOME_READABLE`).
@@ -109,6 +109,9 @@ class SandboxPolicy:
     home: Path = field(default_factory=Path.home)
     # The runtime's settings, written for its command-line form (`with_settings_file`).
     settings_file: Path | None = None
+    # Added to the output of a command that failed on a read-only file system: why (a
+    # preview's copy shows the project's heavy folders read-only).
+    read_only_note: str = ""
 
     def denying(self, *paths: Path | str) -> SandboxPolicy:
         """This policy, with more paths closed to reading (a run's private folders)."""
@@ -136,7 +139,12 @@ class SandboxPolicy:
                 "denyWrite": list(self.deny_write),
             },
         }
-        return {"config": config, "prefix": self.cap_prefix, "env": dict(self.command_env)}
+        return {
+            "config": config,
+            "prefix": self.cap_prefix,
+            "env": dict(self.command_env),
+            "readOnlyNote": self.read_only_note,
+        }
 
 
 def build_policy(
@@ -146,20 +154,26 @@ def build_policy(
     hosts: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
     private: Iterable[Path] = (),
+    read_only: Iterable[Path] = (),
     home: Path | None = None,
     cap_prefix: str = "",
 ) -> SandboxPolicy:
-    """The policy for a run on `project`, with the program's `hosts` reachable."""
+    """The policy for a run on `project`, with the program's `hosts` reachable; `read_only`
+    folders (a preview's mounts) are open to reading, their `.env*` files closed."""
     environ = os.environ if environ is None else environ
     home = home or Path.home()
     project = project.resolve()
     extra_hosts = [h.strip() for h in environ.get("WIZARD_SANDBOX_ALLOW_HOSTS", "").split(",")]
     system_temp = Path(tempfile.gettempdir()).resolve()
+    shown = [str(folder) for folder in read_only]
     deny = [
         str(home),
         *([str(system_temp)] if system_temp != Path("/") else []),
-        f"{project}/**/.env",
-        f"{project}/**/.env.*",
+        *(
+            f"{folder}/**/{name}"
+            for folder in (str(project), *shown)
+            for name in (".env", ".env.*")
+        ),
         *(str(p) for p in ProjectRoot(project).env_aliases()),
         *(str(p) for p in private),
     ]
@@ -168,7 +182,7 @@ def build_policy(
         project=project,
         write=(str(project), str(temp_dir)),
         deny_read=tuple(dict.fromkeys(deny)),
-        allow_read=tuple(dict.fromkeys([str(project), str(temp_dir), *readable])),
+        allow_read=tuple(dict.fromkeys([str(project), str(temp_dir), *shown, *readable])),
         deny_write=tuple(_closed_to_writes(project)),
         allow_hosts=tuple(dict.fromkeys([*REGISTRY_HOSTS, *hosts, *filter(None, extra_hosts)])),
         command_env={
@@ -177,6 +191,7 @@ def build_policy(
         },
         cap_prefix=cap_prefix,
         home=home,
+        read_only_note=READ_ONLY_NOTE if shown else "",
     )
 
 

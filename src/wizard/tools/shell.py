@@ -73,6 +73,9 @@ def shell_tool(
             return ToolResult(f"Error: the command timed out after {timeout:g} s.", is_error=True)
         if len(text) > MAX_OUTPUT_CHARS:
             text = "[output cut: showing the end]\n" + text[-MAX_OUTPUT_CHARS:]
+        note = sandbox[0].read_only_note if sandbox is not None else ""
+        if note and code != 0 and "Read-only file system" in text:
+            text += f"\n{note}"
         return ToolResult(text if code == 0 else f"{text}\n(exit code {code})", is_error=code != 0)
 
     return HostTool(

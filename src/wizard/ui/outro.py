@@ -51,18 +51,27 @@ def render_outro(outcome: Outcome) -> tuple[RenderableType, list[Text]]:
 
 
 def _way_back(outcome: Outcome) -> list[Text]:
-    """For a run that changed files: how to review them, and the way back."""
+    """For a run that changed files: how to review them, and the way back (for a preview:
+    how to apply or discard it)."""
     lines: list[Text] = []
+    target = f"{outcome.run_id} --project {outcome.project}" if outcome.project else outcome.run_id
     if outcome.changed_files and outcome.run_id:
-        target = (
-            f"{outcome.run_id} --project {outcome.project}" if outcome.project else outcome.run_id
-        )
-        lines.append(Text(changed_summary(outcome.changed_files)))
+        lines.append(Text(changed_summary(outcome.changed_files, preview=outcome.preview)))
         if removed := (outcome.edits or {}).get("removed_from_existing"):
             lines.append(Text(lines_removed(removed), style="yellow"))
+        lines.append(Text(f"Review:  wizard diff {target}"))
+        if outcome.preview:
+            force = "" if outcome.status == "succeeded" else " --force"
+            lines += [
+                Text(f"Apply:   wizard apply {target}{force}"),
+                Text(f"Discard: wizard discard {target}"),
+            ]
+        else:
+            lines.append(Text(f"Undo:    wizard undo {target}"))
+    elif outcome.preview and outcome.run_id:
         lines += [
-            Text(f"Review: wizard diff {target}"),
-            Text(f"Undo:   wizard undo {target}"),
+            Text("The preview changed no files."),
+            Text(f"Discard: wizard discard {target}"),
         ]
     if outcome.unjournaled_changes:
         folders = ", ".join(outcome.unjournaled_changes)
@@ -73,15 +82,16 @@ def _way_back(outcome: Outcome) -> list[Text]:
     return lines
 
 
-def changed_summary(changed: tuple[str, ...] | list[str]) -> str:
-    """What a run changed, in one count split as the user reads it: the app's files, and the
-    skill wizard installed for the run (`.claude/skills/`)."""
+def changed_summary(changed: tuple[str, ...] | list[str], *, preview: bool = False) -> str:
+    """What a run changed (a preview: would change), in one count split as the user reads it:
+    the app's files, and the skill wizard installed for the run (`.claude/skills/`)."""
     skill = sum(1 for path in changed if path.startswith(SKILL_FILES))
     app = len(changed) - skill
     parts = [f"{app} app file{'s' if app != 1 else ''}"]
     if skill:
         parts.append(f"the installed skill ({skill} file{'s' if skill != 1 else ''})")
-    return f"This run changed {' and '.join(parts)}."
+    verb = "Applying this preview would change" if preview else "This run changed"
+    return f"{verb} {' and '.join(parts)}."
 
 
 def lines_removed(removed: dict[str, int]) -> str:

@@ -46,6 +46,11 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
             outcome = f"undo of {record.undoes}"
         elif record.undone_by:
             outcome += f", undone by {record.undone_by}"
+        if record.kind == "preview":
+            by = f" by {record.applied_by}" if record.applied_by else ""
+            outcome = f"preview, {record.preview_state}{by}\n{outcome}"
+        elif record.applies:
+            outcome = f"apply of {record.applies}\n{outcome}"
         how = f"{record.program}\n{record.harness or '-'} · {record.sequence or '-'}"
         started = record.started_at[:16].replace("T", " ")
         if record.usage:  # its time and cost, below how it ended

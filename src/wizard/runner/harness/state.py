@@ -82,6 +82,7 @@ class RunState:
             inputs.project_dir,
             disallowed_tools=inputs.disallowed_tools,
             sandboxed=inputs.sandbox is not None,
+            read_only=inputs.read_only,
         )
         # Set by the first stop marker or a critical fence violation: the turn ends now.
         self.halt = asyncio.Event()

@@ -148,6 +148,8 @@ class RunInputs:
     analytics: Mapping[str, Any] = field(default_factory=dict)
     # The OS sandbox every command the agent runs is held in; None: the fence alone.
     sandbox: SandboxPolicy | None = None
+    # A preview's copy shows these folders of the project read-only (`ProjectRoot`).
+    read_only: Mapping[str, Path] = field(default_factory=dict)
     # Whether a skill's `[ABORT]` ends the run. pi always looks; the anthropic harness looks
     # only when the program declares abort cases, as the TypeScript wizard's does (in linear,
     # seed and task runs; the gateway's refusal it always looks for).

@@ -58,6 +58,10 @@ class RunContext:
     sandbox: SandboxPolicy | None = None
     # `wizard resume`: the interrupted orchestrator run whose queue this run carries on.
     resume_from: str | None = None
+    # A preview's copy (`project_dir`) shows these folders of the project read-only: path in
+    # the copy → the project's folder.
+    read_only: Mapping[str, Path] = field(default_factory=dict)
+    preview: bool = False
 
     def outcome(
         self,

@@ -56,6 +56,7 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
             prices=ctx.prices,
             spend=ctx.spend,
             sandbox=ctx.sandbox,
+            read_only=ctx.read_only,
             detect_skill_aborts=bool(program.abort_cases),
         )
     )

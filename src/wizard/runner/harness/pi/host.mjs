@@ -224,14 +224,26 @@ if (launch.sandbox) {
   await sandbox.initialize(launch.sandbox.config);
 }
 
-/** pi's own local shell, with each command wrapped by the sandbox runtime first. */
+/**
+ * pi's own local shell, with each command wrapped by the sandbox runtime first. A command that
+ * failed on a read-only folder gets the policy's note, which says why (a preview's copy).
+ */
 function sandboxedBash(pi) {
   const local = pi.createLocalBashOperations();
+  const note = launch.sandbox.readOnlyNote;
   return {
     exec: async (command, dir, options) => {
       const wrapped = await sandbox.wrapWithSandbox(command);
+      let readOnly = false;
+      const onData = (data) => {
+        readOnly ||= Boolean(note) && data.toString().includes("Read-only file system");
+        options.onData(data);
+      };
       try {
-        return await local.exec(launch.sandbox.prefix + wrapped, dir, options);
+        const line = launch.sandbox.prefix + wrapped;
+        const result = await local.exec(line, dir, { ...options, onData });
+        if (readOnly && result.exitCode !== 0) options.onData(Buffer.from(`\n${note}\n`));
+        return result;
       } finally {
         // bubblewrap leaves empty files where it mounted over a missing denied name.
         sandbox.cleanupAfterCommand();

@@ -127,6 +127,7 @@ class _Orchestrator:
             prices=ctx.prices,
             spend=ctx.spend,
             sandbox=ctx.sandbox,
+            read_only=ctx.read_only,
             detect_skill_aborts=bool(ctx.program.abort_cases),
             **run,
         )
