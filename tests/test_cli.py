@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -360,3 +361,43 @@ def test_an_option_click_refuses_still_writes_the_usage_error_outcome(
     for outcome in (line, saved):
         assert (outcome["status"], outcome["exit_code"]) == ("usage_error", 2)
         assert outcome["reason"].startswith(reason) and outcome["program"] == "transactional-email"
+
+
+def test_patch_out_without_a_preview_is_a_usage_error(tmp_path: Path) -> None:
+    argv = ["run", "transactional-email", "--project", str(tmp_path), "--gateway-url",
+            "http://127.0.0.1:9", "--patch-out", str(tmp_path / "x.patch")]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2 and "Add --preview" in result.output
+
+
+def test_a_preview_without_the_sandbox_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    argv = ["run", "transactional-email", "--project", str(project), "--gateway-url",
+            "http://127.0.0.1:9", "--preview", "--no-sandbox"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2 and "A preview needs the OS sandbox" in result.output
+    assert not any(project.iterdir()), "a refused preview left something in the project"
+
+
+def test_the_config_file_can_make_every_run_a_preview(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wizard.config import with_config
+    from wizard.launch import LaunchOptions, preview_wanted
+    from wizard.programs.types import ProgramBinding
+    from wizard.runner.gateway import GatewayFlags
+
+    config = tmp_path / "config.toml"
+    config.write_text("[run]\npreview = true\n")
+    environ = with_config({"WIZARD_CONFIG": str(config)})
+    options = LaunchOptions(tmp_path, ProgramBinding(), GatewayFlags())
+    assert preview_wanted(options, environ) is True
+    assert preview_wanted(replace(options, preview=False), environ) is False  # --no-preview
+    assert preview_wanted(options, {}) is False
+
+
+def test_apply_and_discard_with_nothing_to_apply_say_so(tmp_path: Path) -> None:
+    for command in ("apply", "discard"):
+        result = runner.invoke(app, [command, "--project", str(tmp_path)])
+        assert result.exit_code == 2 and "No single preview" in result.output

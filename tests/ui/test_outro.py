@@ -101,3 +101,18 @@ def test_lines_removed_from_the_users_files_are_named_most_first() -> None:
         "Lines removed from files you had: settings.ini (9), app.py (4), a.txt (2) and 1 more."
         in rendered(outcome)
     )
+
+
+def test_a_preview_says_what_applying_would_change_and_how_to_apply_or_discard() -> None:
+    outcome = Outcome(
+        "succeeded", "transactional-email", outro=Outro("success", "Preview ready: X"),
+        run_id="r1", project="/p", changed_files=("app.py", "b.py"), preview=True,
+    )  # fmt: skip
+    text = rendered(outcome)
+    assert "Applying this preview would change 2 app files." in text
+    assert "Apply:   wizard apply r1 --project /p\n" in text
+    assert "Discard: wizard discard r1 --project /p" in text and "wizard undo" not in text
+    aborted = replace(outcome, status="aborted", outro=Outro("error", "Aborted"))
+    assert "Apply:   wizard apply r1 --project /p --force" in rendered(aborted)
+    nothing = replace(outcome, changed_files=())
+    assert "The preview changed no files." in rendered(nothing)

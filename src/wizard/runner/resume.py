@@ -52,6 +52,11 @@ def resumable_run(project: Path, run_id: str | None) -> RunRecord:
         record = found
     else:
         record = journal.find(run_id, undoable=False)
+        if record.kind == "preview":
+            raise UsageError(
+                f"Run {record.run_id} is a preview, which cannot be resumed.",
+                f"`wizard discard {record.run_id}`, then run the program again with --preview.",
+            )
         if not resumable(record):
             raise UsageError(
                 f"Run {record.run_id} cannot be resumed: it ended {record.status}"
