@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -30,8 +31,9 @@ from typing import Any
 
 from wizard.testing.cli import wizard_env
 from wizard.testing.gateway import ScriptedGateway
+from wizard.testing.script import said
 
-SCRIPT = {"responses": [{"blocks": [{"text": "Done."}]}, {"blocks": [{"text": "[WIZARD-REMARK] -"}]}]}
+SCRIPT = {"responses": [said("Done."), said("[WIZARD-REMARK] -")]}
 
 
 def build(root: Path, app_files: int, dependency_files: int) -> Path:
@@ -66,12 +68,12 @@ async def one_run(project: Path, env: dict[str, str], preview: bool) -> tuple[fl
         while process.returncode is None:
             if first is None and gateway.requests:
                 first = time.perf_counter() - started
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(process.wait()), 0.001)
-            except TimeoutError:
-                pass
         total = time.perf_counter() - started
-        assert process.returncode == 0, (await process.stderr.read()).decode()[-2000:]  # type: ignore[union-attr]
+        if process.returncode != 0:
+            assert process.stderr is not None
+            raise RuntimeError((await process.stderr.read()).decode()[-2000:])
         assert first is not None
     return first, total
 
