@@ -3,8 +3,8 @@
 Run: .venv/bin/python bench/bench_preview.py [--runs 5] [--json bench/results/preview.json]
 
 `wizard run transactional-email --ci` as a user runs it (a subprocess, the real pinned pi, the
-OS sandbox), against the scripted gateway on 127.0.0.1 with a reply that ends the run at once
-("Done.", then the remark). A normal run and a preview run in turn on the same project, the
+OS sandbox), against the scripted gateway on 127.0.0.1 with a script that ends the run at once
+(one `read`, "Done.", the remark). A normal run and a preview run in turn on the same project, the
 ratio taken pair by pair after one warm-up of each (the journal's stat cache is warm, as on a
 user's second run). Measured from the subprocess's start: to the first model request (the
 start-up: the snapshot and, for a preview, the copy), and to its exit (the whole run: the
@@ -31,9 +31,11 @@ from typing import Any
 
 from wizard.testing.cli import wizard_env
 from wizard.testing.gateway import ScriptedGateway
-from wizard.testing.script import said
+from wizard.testing.script import call, reply, said
 
-SCRIPT = {"responses": [said("Done."), said("[WIZARD-REMARK] -")]}
+# One tool call (a run without one is "no progress"), then the end.
+READ = call("read", path=".claude/skills/transactional-email/SKILL.md")
+SCRIPT = {"responses": [reply(READ), said("Done."), said("[WIZARD-REMARK] -")]}
 
 
 def build(root: Path, app_files: int, dependency_files: int) -> Path:

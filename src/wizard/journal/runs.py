@@ -126,9 +126,11 @@ class Journal:
         folder = self.state / "previews" / run_id
         try:
             copy = copy_project(self.project, folder / "project")
-        except OSError as exc:
+        except BaseException as exc:  # a half copy is never left behind, even on Ctrl-C
             remove_copy(folder)
             self._discard(record)
+            if not isinstance(exc, OSError):
+                raise
             raise ConfigError(
                 f"The preview's copy of {self.project} could not be made: {exc}",
                 f"It goes in {folder}: free space there (or set WIZARD_STATE_DIR), then run again.",

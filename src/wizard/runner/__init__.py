@@ -165,7 +165,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
             )
         finally:
             sandbox.close()
-    if workspace.preview:
+    if journal is not None and journal.record is not None:  # a preview that ran
         outcome = as_preview(outcome, program.label)
     return replace(outcome, warnings=(*sandbox.warnings, *outcome.warnings))
 

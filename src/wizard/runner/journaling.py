@@ -65,6 +65,7 @@ class RunJournal:
         """Forget a preview that never ran (its engine or sandbox could not start)."""
         if self.journal is not None and self.record is not None:
             self.journal.forget_preview(self.record)
+            self.record = None
 
     def finish(self, status: str, error_type: str | None = None) -> RunRecord | None:
         """Snapshot the project after the run; the finished record."""
