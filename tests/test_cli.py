@@ -401,3 +401,10 @@ def test_apply_and_discard_with_nothing_to_apply_say_so(tmp_path: Path) -> None:
     for command in ("apply", "discard"):
         result = runner.invoke(app, [command, "--project", str(tmp_path)])
         assert result.exit_code == 2 and "No single preview" in result.output
+
+
+def test_wizard_skill_takes_the_preview_flag_too(tmp_path: Path) -> None:
+    argv = ["skill", "transactional-email", "--project", str(tmp_path), "--gateway-url",
+            "http://127.0.0.1:9", "--preview", "--no-sandbox"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2 and "A preview needs the OS sandbox" in result.output

@@ -49,6 +49,17 @@ def build(root: Path, entries: list[tuple[str, str, bytes | str, int]]) -> None:
             target.chmod(mode)
 
 
+def rebuild(root: Path, entries: list[tuple[str, str, bytes | str, int]]) -> None:
+    """`build` over an existing tree: a file may give way to a folder and back."""
+    for path, *_ in entries:
+        for parent in Path(path).parents:
+            if (root / parent).is_file() or (root / parent).is_symlink():
+                (root / parent).unlink()
+        if (root / path).is_dir() and not (root / path).is_symlink():
+            shutil.rmtree(root / path)
+    build(root, entries)
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -70,13 +81,7 @@ def test_undo_restores_any_tree_byte_for_byte(
             victim = project / before[index][0]
             if victim.is_symlink() or victim.is_file():
                 victim.unlink()
-    for path, *_ in after:  # a file may give way to a folder and back
-        for parent in Path(path).parents:
-            if (project / parent).is_file() or (project / parent).is_symlink():
-                (project / parent).unlink()
-        if (project / path).is_dir() and not (project / path).is_symlink():
-            shutil.rmtree(project / path)
-    build(project, after)
+    rebuild(project, after)
     finished = journal.finish(record, "succeeded")
     result = state(project)
     journal.undo(finished, "undo1")

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.journal.test_journal import build, trees
+from tests.journal.test_journal import build, rebuild, trees
 from tests.journal.trees import state
 from wizard.errors import UsageError
 from wizard.journal import ApplyRefused, Journal, prune_previews
@@ -173,13 +172,7 @@ def test_apply_gives_the_tree_the_preview_left(
     build(project, before)
     journal = Journal(project, tmp_path_factory.mktemp("state"))
     copy = _preview(journal, project)
-    for path, *_ in after:  # a file may give way to a folder and back
-        for parent in Path(path).parents:
-            if (copy / parent).is_file() or (copy / parent).is_symlink():
-                (copy / parent).unlink()
-        if (copy / path).is_dir() and not (copy / path).is_symlink():
-            shutil.rmtree(copy / path)
-    build(copy, after)
+    rebuild(copy, after)
     expected = state(copy)
     preview = journal.finish(journal.get("p1"), "succeeded")  # type: ignore[arg-type]
     journal.apply(preview, "a1")

@@ -1,4 +1,5 @@
-"""The run journal: every run's project files before and after, and `wizard undo`.
+"""The run journal: every run's project files before and after, `wizard undo`, and previews
+(a run on a copy of the project, applied or discarded after).
 
 It records and restores project files and knows nothing of harnesses; the runner calls it
 before and after a run (`Journal.begin` / `Journal.finish`).

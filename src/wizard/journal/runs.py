@@ -2,8 +2,11 @@
 
 A record per run sits in wizard's state folder (`$WIZARD_STATE_DIR`, else
 `$XDG_STATE_HOME/wizard`, else `~/.local/state/wizard`), under a folder per project. An undo is
-recorded like a run (kind `undo`), so it can be undone too. The newest `WIZARD_JOURNAL_KEEP`
-records of a project (default 20) are kept; older ones are dropped with their objects.
+recorded like a run (kind `undo`), so it can be undone too. A preview (kind `preview`) is a
+run on a copy of the project (`project_copy`): its after-snapshot is the copy's, and applying
+it writes that into the project as a run of its own (`applies`), which undo takes back. The
+newest `WIZARD_JOURNAL_KEEP` records of a project (default 20) are kept; older ones are
+dropped with their objects.
 """
 
 from __future__ import annotations
