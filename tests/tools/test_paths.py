@@ -209,3 +209,32 @@ def test_no_name_reaches_outside(tmp_path_factory, parts, absolute):
     write_text(root, {"path": name, "content": "x"})
     assert (outside / "secret.txt").read_text() == SECRET
     assert list(outside.iterdir()) == [outside / "secret.txt"]
+
+
+def test_a_previews_mount_is_read_through_the_folder_wizard_named_and_never_written(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "project" / "node_modules"
+    (real / "pkg").mkdir(parents=True)
+    (real / "pkg" / "index.js").write_text("module.exports = 1\n")
+    copy, outside = tmp_path / "copy", tmp_path / "outside"
+    copy.mkdir()
+    outside.mkdir()
+    (outside / "index.js").write_text(SECRET)
+    (copy / "app.js").write_text("app\n")
+    (copy / "node_modules").symlink_to(real)
+    root = ProjectRoot(copy, {"node_modules": real})
+    assert root.read_bytes("node_modules/pkg/index.js") == b"module.exports = 1\n"
+    assert root.read_bytes("node_modules/../app.js") == b"app\n"
+    for path in ("node_modules/pkg/index.js", "node_modules/new/file.js"):
+        refused = root.write_bytes(path, b"pwned")
+        assert isinstance(refused, Refusal) and "read-only" in refused.reason
+    assert (real / "pkg" / "index.js").read_text() == "module.exports = 1\n"
+    assert not (real / "new").exists()
+    # The agent swaps the mount's link for one of its own: the named folder is still read.
+    (copy / "node_modules").unlink()
+    (copy / "node_modules").symlink_to(outside / ".." / "outside")
+    assert root.read_bytes("node_modules/index.js") != SECRET.encode()
+    assert root.read_bytes("node_modules/pkg/index.js") == b"module.exports = 1\n"
+    # Without the mount, the same link is one that leads outside, refused.
+    assert isinstance(ProjectRoot(copy).read_bytes("node_modules/index.js"), Refusal)

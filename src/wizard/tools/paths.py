@@ -10,6 +10,10 @@ leaves the project is refused. The object at the end is checked through its own 
 environment file under another name. What is opened is the very object that was checked;
 no engine normalises the name first (wizard's file tools replace the engines' own).
 
+A preview's copy holds *mounts*, links to the project's own heavy folders: a walk that meets
+one opens the folder wizard named for it (never the link's target, which the agent may have
+swapped) and refuses to write beneath it.
+
 Refusals are values (`Refusal`), returned to the tool and from there to the model.
 """
 
