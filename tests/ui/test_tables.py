@@ -48,3 +48,21 @@ def test_help_summaries_are_not_cut_at_80_columns() -> None:
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"})
     commands = result.output.split("Commands:", 1)[1]
     assert "..." not in commands and "…" not in commands, commands
+
+
+def test_runs_shows_previews_as_such_with_their_state() -> None:
+    base = RunRecord(run_id="p1", program="transactional-email", started_at="2026-11-30T12:00",
+                     status="succeeded", before="0" * 40)  # fmt: skip
+    pending = base.model_copy(update={"kind": "preview", "preview_state": "pending"})
+    applied = pending.model_copy(update={"run_id": "p2", "preview_state": "applied",
+                                         "applied_by": "a9"})  # fmt: skip
+    discarded = pending.model_copy(update={"run_id": "p3", "preview_state": "discarded"})
+    apply = base.model_copy(update={"run_id": "a9", "applies": "p2"})
+    buffer = io.StringIO()
+    Console(file=buffer, width=120, no_color=True).print(
+        runs_table([apply, discarded, applied, pending], "/p")
+    )
+    text = buffer.getvalue()
+    for shown in ("preview, pending", "preview, applied by a9", "preview, discarded",
+                  "apply of p2"):  # fmt: skip
+        assert shown in text, shown
