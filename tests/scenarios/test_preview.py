@@ -88,6 +88,8 @@ def test_a_preview_leaves_the_project_untouched_and_apply_gives_the_run_tree(
     assert outcome["preview"] is True and outcome["status"] == "succeeded"
     assert outcome["outro"]["message"].startswith("Preview ready")
     assert "set up" not in outcome["outro"]["message"]
+    stops = [line["message"] for line in ci_lines(run.stdout) if line["event"] == "spinner_stopped"]
+    assert stops and not any("set up" in stop for stop in stops), stops
     assert {"src/posthog_email.py", "logo.bin", "old.txt", ".env", "run.sh"} <= set(
         outcome["changed_files"]
     )

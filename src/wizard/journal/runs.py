@@ -75,7 +75,7 @@ class RunRecord(BaseModel):
 
 @dataclass(frozen=True)
 class Undone:
-    """What an undo did."""
+    """What an undo (or an apply) did: its record, and a line per file it wrote or removed."""
 
     record: RunRecord
     restored: list[str]

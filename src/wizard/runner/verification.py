@@ -306,7 +306,8 @@ async def verified(
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if not result.failures:
-        context.sink(SpinnerStopped(context.program.success_message))
+        done = "Checks passed: the preview is ready to apply" if context.preview else None
+        context.sink(SpinnerStopped(done or context.program.success_message))
         return replace(outcome, verification=result)
     context.sink(SpinnerStopped("A check failed"))
     return replace(
