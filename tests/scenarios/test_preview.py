@@ -187,6 +187,8 @@ def test_a_preview_on_each_harness_and_sequence(
         True,
     )
     assert "wizard.txt" in outcome["changed_files"]
+    stops = [line["message"] for line in ci_lines(run.stdout) if line["event"] == "spinner_stopped"]
+    assert not any("set up" in stop for stop in stops), stops
     applied = _wizard(tmp_path, "apply", "--project", str(project))
     assert applied.returncode == 0, applied.stderr
     assert (project / "wizard.txt").read_text() == "configured\n"
