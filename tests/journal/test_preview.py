@@ -177,3 +177,22 @@ def test_apply_gives_the_tree_the_preview_left(
     preview = journal.finish(journal.get("p1"), "succeeded")  # type: ignore[arg-type]
     journal.apply(preview, "a1")
     assert state(project) == expected
+
+
+def test_a_run_prunes_previews_older_than_wizard_preview_keep_days(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wizard.runner.previewing import prune_previews as prune_at_run_start
+
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    project = _project(tmp_path)
+    copy = _preview(Journal(project), project, "p1")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(copy.parent, (two_days_ago, two_days_ago))
+    notes: list[str] = []
+    prune_at_run_start({"WIZARD_PREVIEW_KEEP": "3"}, notes.append)
+    assert copy.exists() and notes == []
+    prune_at_run_start({"WIZARD_PREVIEW_KEEP": "1.5"}, notes.append)
+    assert not copy.exists() and notes == [
+        "removed preview p1: older than 1.5 days (WIZARD_PREVIEW_KEEP)"
+    ]
