@@ -122,6 +122,9 @@ def _options(
     no_verify: bool = False,
     budget: tuple[int | None, float | None, str | None] = (None, None, None),
     verify: str = "basic",
+    *,
+    preview: bool | None = None,
+    patch_out: Path | None = None,
 ) -> LaunchOptions:
     from wizard.launch import LaunchOptions
     from wizard.programs.types import ProgramBinding
@@ -140,6 +143,8 @@ def _options(
         no_verify=no_verify,
         budget=BudgetFlags(*budget),
         verify_full=verify == "full",
+        preview=preview,
+        patch_out=patch_out,
     )
 
 
@@ -192,8 +197,9 @@ def run(
         no_verify,
         (max_turns, max_cost, max_time),
         verify,
+        preview=preview,
+        patch_out=patch_out,
     )
-    options = replace(options, preview=preview, patch_out=patch_out)
     _launch(config, options, outcome_json)
 
 
@@ -240,8 +246,9 @@ def skill(
         no_verify,
         (max_turns, max_cost, max_time),
         verify,
+        preview=preview,
+        patch_out=patch_out,
     )
-    options = replace(options, preview=preview, patch_out=patch_out)
     _launch(skill_program(name), options, outcome_json)
 
 

@@ -182,7 +182,7 @@ def test_apply_gives_the_tree_the_preview_left(
 def test_a_run_prunes_previews_older_than_wizard_preview_keep_days(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wizard.runner.previewing import prune_previews as prune_at_run_start
+    from wizard.runner.previewing import prune_expired_previews as prune_at_run_start
 
     monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
     project = _project(tmp_path)

@@ -126,7 +126,7 @@ class Journal:
     ) -> RunRecord:
         """Snapshot the project before a preview, and make the preview's copy of it."""
         record = self.begin(run_id, program, harness, sequence)
-        folder = self.state / "previews" / run_id
+        folder = self._preview_folder(run_id)
         try:
             copy = copy_project(self.project, folder / "project")
         except BaseException as exc:  # a half copy is never left behind, even on Ctrl-C
@@ -344,16 +344,14 @@ class Journal:
         self, preview: RunRecord, state: Literal["applied", "discarded"], **fields: Any
     ) -> RunRecord:
         """Remove a preview's copy; its record says it was applied or discarded."""
-        if preview.preview_dir:
-            remove_copy(Path(preview.preview_dir).parent)
+        self._remove_copy(preview)
         closed = preview.model_copy(update={"preview_state": state, **fields})
         self._save(closed)
         return closed
 
     def forget_preview(self, preview: RunRecord) -> None:
         """Remove a preview that never ran: its copy and its record."""
-        if preview.preview_dir:
-            remove_copy(Path(preview.preview_dir).parent)
+        self._remove_copy(preview)
         self._discard(preview)
 
     def changed_since_end(self, record: RunRecord) -> list[str]:
@@ -388,6 +386,15 @@ class Journal:
             restored.append(f"restored the mode of {path}")
         return restored
 
+    def _preview_folder(self, run_id: str) -> Path:
+        """Where a preview's copy (`project` in it) lives."""
+        return self.state / "previews" / run_id
+
+    def _remove_copy(self, record: RunRecord) -> None:
+        """Remove a preview's copy, if the record is a preview's."""
+        if record.preview_dir:
+            remove_copy(self._preview_folder(record.run_id))
+
     def _discard(self, record: RunRecord) -> None:
         (self.runs_dir / f"{record.run_id}.json").unlink(missing_ok=True)
 
@@ -399,8 +406,7 @@ class Journal:
         if not old:
             return
         for record in old:
-            if record.preview_dir:
-                remove_copy(Path(record.preview_dir).parent)
+            self._remove_copy(record)
             self._discard(record)
         self.store.forget(f"{r.run_id}/{side}" for r in old for side in ("before", "after"))
 

@@ -30,7 +30,7 @@ from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, Harness
 from wizard.runner.harness.usage import BudgetFlags, RunSpend, price_table, run_budget
 from wizard.runner.journaling import RunJournal
-from wizard.runner.previewing import Workspace, as_preview, prune_previews
+from wizard.runner.previewing import Workspace, as_preview, prune_expired_previews
 from wizard.runner.sandboxing import RunSandbox
 from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
 from wizard.runner.sequence.linear import run_linear
@@ -150,7 +150,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
     project = request.project_dir.resolve()
-    prune_previews(request.environ, note=lambda line: request.sink(LogLine(line)))
+    prune_expired_previews(request.environ, note=lambda line: request.sink(LogLine(line)))
     # One run per project: a second one is refused here, before anything is touched.
     with project_lock(project, request.run_id, note=lambda line: request.sink(LogLine(line))):
         journal, workspace, sandbox = _open_workspace(request, project, binding)

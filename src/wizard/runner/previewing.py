@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from wizard.config import number_setting
-from wizard.journal import prune_previews as prune_copies
+from wizard.journal import prune_previews
 from wizard.outcome import Outcome, Outro
 from wizard.runner.journaling import RunJournal
 
@@ -64,8 +64,8 @@ def as_preview(outcome: Outcome, label: str) -> Outcome:
     return replace(outcome, outro=outro, preview=True)
 
 
-def prune_previews(environ: Mapping[str, str], note: Callable[[str], None]) -> None:
+def prune_expired_previews(environ: Mapping[str, str], note: Callable[[str], None]) -> None:
     """Remove the copies of previews older than `WIZARD_PREVIEW_KEEP` days (default 7)."""
     days = number_setting(environ, "WIZARD_PREVIEW_KEEP", DEFAULT_KEEP_DAYS, float)
-    for run_id in prune_copies(days * 86400):
+    for run_id in prune_previews(days * 86400):
         note(f"removed preview {run_id}: older than {days:g} days (WIZARD_PREVIEW_KEEP)")

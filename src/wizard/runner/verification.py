@@ -265,14 +265,6 @@ def check_runner(policy: SandboxPolicy | None, workspace: Path) -> CheckRunner:
     return CheckRunner((policy, engine.node, engine.sandbox_entry.with_name("cli.js")))
 
 
-def scratch_folder(temp_dir: Path | None) -> Path:
-    """Where the tree before the run is written: the run's temp folder (the sandbox lets its
-    commands read and write there), else a fresh one."""
-    if temp_dir is not None:
-        return temp_dir
-    return Path(tempfile.mkdtemp(prefix="wizard-verify-"))
-
-
 NOT_VERIFIED = "Not verified (--no-verify): nothing checked that the project still works."
 
 

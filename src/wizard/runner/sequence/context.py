@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
@@ -22,6 +23,21 @@ from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.skills import skill_tools
 
 DEFAULT_MAX_PARALLEL = 3
+
+
+class RunSettings(TypedDict):
+    """What every harness run of one program shares, whichever sequence asks for it (the rest
+    of its `RunInputs` is the run's own: prompt, model, tools, messages)."""
+
+    project_dir: Path
+    gateway: GatewaySettings
+    sink: EventSink
+    engine_timeout: float
+    prices: Mapping[str, tuple[float, ...]]
+    spend: RunSpend | None
+    sandbox: SandboxPolicy | None
+    read_only: Mapping[str, Path]
+    detect_skill_aborts: bool
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,20 @@ class RunContext:
     # the copy → the project's folder.
     read_only: Mapping[str, Path] = field(default_factory=dict)
     preview: bool = False
+
+    def run_settings(self) -> RunSettings:
+        """The `RunInputs` fields every harness run of this program shares."""
+        return RunSettings(
+            project_dir=self.project_dir,
+            gateway=self.gateway,
+            sink=self.sink,
+            engine_timeout=self.engine_timeout,
+            prices=self.prices,
+            spend=self.spend,
+            sandbox=self.sandbox,
+            read_only=self.read_only,
+            detect_skill_aborts=bool(self.program.abort_cases),
+        )
 
     def outcome(
         self,

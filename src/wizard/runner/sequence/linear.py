@@ -40,24 +40,16 @@ async def run_linear(ctx: RunContext, harness: Harness) -> Outcome:
         return install
     result = await harness.run(
         RunInputs(
-            project_dir=ctx.project_dir,
             prompt=assemble_prompt(program, install),
             model=ctx.binding.model,
-            gateway=ctx.gateway,
             spinner_message=program.spinner_message,
             # Not "set up" yet: the runner checks the project first, and says so then.
             success_message=AGENT_FINISHED,
             error_message=program.failure_message,
             allowed_tools=program.allowed_tools,
             disallowed_tools=program.disallowed_tools,
-            sink=ctx.sink,
             tools=host_tools(ctx),
-            engine_timeout=ctx.engine_timeout,
-            prices=ctx.prices,
-            spend=ctx.spend,
-            sandbox=ctx.sandbox,
-            read_only=ctx.read_only,
-            detect_skill_aborts=bool(program.abort_cases),
+            **ctx.run_settings(),
         )
     )
     return replace(route_result(ctx, result), usage=result.usage)

@@ -114,21 +114,13 @@ class _Orchestrator:
             return [*program_tools(fence), queue_tool]
 
         return TaskRunInputs(
-            project_dir=ctx.project_dir,
             prompt=prompt,
             model=model or ctx.binding.model,
-            gateway=ctx.gateway,
             # An allow list names the queue tool too; no list allows every tool.
             allowed_tools=(*allowed, queue_tool.name) if allowed else (),
             disallowed_tools=(*ctx.program.disallowed_tools, *disallowed),
-            sink=ctx.sink,
             tools=tools,
-            engine_timeout=ctx.engine_timeout,
-            prices=ctx.prices,
-            spend=ctx.spend,
-            sandbox=ctx.sandbox,
-            read_only=ctx.read_only,
-            detect_skill_aborts=bool(ctx.program.abort_cases),
+            **ctx.run_settings(),
             **run,
         )
 
