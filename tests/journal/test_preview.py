@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -196,3 +197,23 @@ def test_a_run_prunes_previews_older_than_wizard_preview_keep_days(
     assert not copy.exists() and notes == [
         "removed preview p1: older than 1.5 days (WIZARD_PREVIEW_KEEP)"
     ]
+
+
+def test_setuid_setgid_and_sticky_bits_the_agent_set_are_never_written(tmp_path: Path) -> None:
+    """An attack the suite did not have: a command of the agent sets setuid and setgid on
+    files in the preview's copy, and `wizard apply` (as root, in CI) would write them into
+    the project as wizard. Neither apply nor the undo of its undo writes them."""
+    project = _project(tmp_path)
+    journal = Journal(project, tmp_path / "state")
+    copy = _preview(journal, project)
+    (copy / "run.sh").chmod(0o6755)  # only the bits change
+    (copy / "new.sh").write_text("id\n")
+    (copy / "new.sh").chmod(0o4777)
+    preview = journal.finish(journal.get("p1"), "succeeded")  # type: ignore[arg-type]
+    journal.apply(preview, "a1")
+    assert stat.S_IMODE((project / "run.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((project / "new.sh").stat().st_mode) == 0o777
+    journal.undo(journal.find("a1"), "u1")
+    journal.undo(journal.find("u1"), "u2")  # puts the apply's changes back
+    assert stat.S_IMODE((project / "run.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((project / "new.sh").stat().st_mode) == 0o777

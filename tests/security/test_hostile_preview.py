@@ -6,7 +6,8 @@ One live run of the whole CLI (real pi, real sandbox, the scripted gateway on 12
 the canary world; the asserts read the disk and what the gateway received. Found here: a
 command that writes to the project's own path "succeeds", into the sandbox runtime's empty
 tmpfs standing in for the closed folder, which vanishes with the command; the disk is
-checked, not the command's word.
+checked, not the command's word. And: the setuid and setgid bits a command set on a file in
+the copy were written into the project by `wizard apply`; the journal now never writes them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,7 @@ write(".git/config")
 os.remove("node_modules")
 os.symlink(project, "node_modules")
 write("node_modules/app.py")
+os.chmod("escape.py", 0o6755)  # for `wizard apply` to write as wizard (root, in CI)
 print("escape over")
 """
 
@@ -111,6 +114,7 @@ async def test_a_preview_agent_reaches_neither_the_project_nor_the_journal(
     applied = await asyncio.to_thread(run_wizard, "apply", "--project", str(project), env=env)
     assert applied.returncode == 0, applied.stderr
     assert (project / "app.py").read_text() == "print('previewed')\n"
+    assert stat.S_IMODE((project / "escape.py").stat().st_mode) == 0o755  # no setuid, setgid
     assert (project / "node_modules").is_dir() and not (project / "node_modules").is_symlink()
     assert (project / "node_modules" / "pkg" / "index.js").read_text() == "module.exports = 1\n"
     assert world.state() == before

@@ -27,7 +27,7 @@ from wizard.errors import ConfigError, UsageError
 from wizard.journal.edits import Edits, edits_between
 from wizard.journal.project_copy import copy_project, remove_copy
 from wizard.journal.refusals import ApplyRefused, UndoRefused
-from wizard.journal.store import Change, GitStore, Snapshot
+from wizard.journal.store import PLAIN_BITS, Change, GitStore, Snapshot
 
 DEFAULT_KEEP = 20
 
@@ -382,7 +382,7 @@ class Journal:
             bits = modes.get(path)
             if bits is None:
                 bits = 0o755 if file.stat().st_mode & 0o100 else 0o644
-            file.chmod(bits)
+            file.chmod(bits & PLAIN_BITS)
             restored.append(f"restored the mode of {path}")
         return restored
 

@@ -20,7 +20,8 @@ an outro can say the run changed them, and that undo cannot bring them back. Pip
 and devices are not files and are left out.
 
 Git stores a file's content, whether it is executable, and symlinks. The exact permission
-bits of files that differ from git's two modes are kept beside each snapshot. A stat cache
+bits of files that differ from git's two modes are kept beside each snapshot; setuid, setgid
+and sticky bits are never written back (`PLAIN_BITS`). A stat cache
 (size, times, inode) lets a snapshot rehash only the files that changed.
 """
 
@@ -51,6 +52,10 @@ HEAVY_FOLDERS = frozenset(
     }
 )  # fmt: skip
 _GIT_MODES = {"100644": 0o644, "100755": 0o755}
+# The permission bits wizard writes into a project: never setuid, setgid or sticky, which a
+# command of the agent can set on a file and an apply (or the undo of an undo) would then
+# write as wizard, root included.
+PLAIN_BITS = 0o777
 DEFAULT_MAX_FILE = 50_000_000
 # What wizard's git may see of the environment: enough to run, nothing of wizard's or git's.
 _GIT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -318,7 +323,8 @@ class GitStore:
         if change.old_mode == "120000":
             symlink_atomically(target, content.decode(errors="surrogateescape"))
         else:
-            write_atomically(target, content, bits or _GIT_MODES.get(change.old_mode, 0o644))
+            mode = bits or _GIT_MODES.get(change.old_mode, 0o644)
+            write_atomically(target, content, mode & PLAIN_BITS)
 
     def _prune_folders(self, changes: list[Change], tree: str) -> None:
         """Remove folders left empty by removing added files, unless `tree` had them."""
