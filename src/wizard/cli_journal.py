@@ -64,13 +64,28 @@ def diff(
     except WizardError as exc:
         raise usage_exit(exc) from exc
     patch = journal.patch(record, stat=stat)
-    if not patch:
+    notes = _unjournaled_notes(record)
+    if not patch and not notes:
         typer.echo(f"Run {record.run_id} changed no files.", err=True)
         return
     coloured = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     out = sys.stdout.buffer
     out.write((colour_patch(patch) if coloured else patch).encode(errors="surrogateescape"))
     out.flush()
+    for note in notes:  # beside the patch, which stays one `git apply` takes
+        typer.echo(note, err=not stat)
+
+
+def _unjournaled_notes(record: RunRecord) -> list[str]:
+    """What the run changed that is not in its patch: repositories, dependency files."""
+    from wizard.names import shown
+
+    notes = [f" {shown(repo)} | a git repository made by the run" for repo in record.repos_added]
+    notes += [
+        f" {shown(path)} | {change} in a dependency folder (not journaled)"
+        for path, change in record.dependency_changes.items()
+    ]
+    return notes
 
 
 def undo(
@@ -154,18 +169,22 @@ def _locked(project: Path, work: Callable[[Journal, str], _T]) -> _T:
 
 
 def _print_lines(done: Undone) -> None:
+    from wizard.names import shown
+
     for line in done.restored:
-        typer.echo(f"  {line}")
+        typer.echo(f"  {shown(line)}")
 
 
 def _not_applied(preview: RunRecord) -> list[str]:
     """What the preview changed that an apply cannot bring over."""
+    from wizard.names import shown
+
     notes = []
     if preview.large_changed:
-        listed = ", ".join(preview.large_changed)
+        listed = ", ".join(map(shown, preview.large_changed))
         notes.append(f"not applied, over the journal's size limit: {listed}")
     if preview.heavy_changed:
-        listed = ", ".join(preview.heavy_changed)
+        listed = ", ".join(map(shown, preview.heavy_changed))
         notes.append(f"not applied (dependency and build folders): {listed}; reinstall there")
     return notes
 

@@ -34,6 +34,10 @@ class ConfigError(WizardError):
     """Configuration or input files are missing or malformed."""
 
 
+class JournalError(WizardError):
+    """The run journal could not record a snapshot: the run cannot be undone."""
+
+
 class EngineError(WizardError):
     """The agent engine is missing, could not start, or broke during a run."""
 

@@ -142,6 +142,8 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
         project=str(project.resolve()),
         changed_files=tuple(record.changed),
         unjournaled_changes=(*record.heavy_changed, *record.large_changed),
+        dependency_changes=dict(record.dependency_changes),
+        repositories_added=tuple(record.repos_added),
         edits=edits.to_dict() if edits is not None else None,
     )
 

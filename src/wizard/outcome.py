@@ -160,6 +160,12 @@ class Outcome:
     project: str | None = None
     changed_files: tuple[str, ...] = ()
     unjournaled_changes: tuple[str, ...] = ()
+    # Files of dependency and build folders the run added, changed or removed (path → which):
+    # not journaled by content, so `wizard undo` removes them and says to reinstall.
+    dependency_changes: Mapping[str, str] = field(default_factory=dict)
+    # Git repositories (`.git` folders) that appeared during the run: their config runs on
+    # the user's next git command there, until `wizard undo` removes them.
+    repositories_added: tuple[str, ...] = ()
     # The signal that interrupted a cancelled run (SIGINT for Ctrl-C).
     signal: int | None = None
     # An orchestrator run's queue as it ended: id, type, label, status, attempts, error type

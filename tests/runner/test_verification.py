@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from wizard.programs.types import ProgramCheck
-from wizard.runner.verification import CheckRunner, checks_for, verify
+from wizard.runner.checks import checks_for
+from wizard.runner.verification import CheckRunner, verify
 
 UNSANDBOXED = CheckRunner(None)  # the checks' own behaviour; the sandbox is tested live
 

@@ -128,3 +128,14 @@ def _project(project: Path, w: World) -> None:
 
 
 DONE = [reply({"text": "Done."}), reply({"text": "[WIZARD-REMARK] -"})]
+
+
+@pytest.fixture
+def outside_temp() -> Iterator[Path]:
+    """A folder outside the system temp folder, for a hostile world: the sandbox closes that
+    whole folder, so a world inside it hides what a command can read elsewhere."""
+    root = Path(os.environ.get("WIZARD_HOSTILE_ROOT", "/var/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="wizard-hostile-", dir=root))
+    assert not base.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
+    yield base
+    shutil.rmtree(base, ignore_errors=True)

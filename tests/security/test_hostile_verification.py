@@ -3,21 +3,26 @@ planted may run in them, fool them or make them read past the project."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from wizard.programs.types import ProgramCheck
-from wizard.runner.verification import check_runner, checks_for, verify
+from wizard.runner.checks import checks_for, replaced_runners
+from wizard.runner.verification import check_runner, verify
 from wizard.tools.sandbox import build_policy, check_sandbox
 
 
-def _runner(project: Path):  # type: ignore[no-untyped-def]
+def _runner(project: Path, temp: Path | None = None):  # type: ignore[no-untyped-def]
     try:
         check_sandbox()
     except Exception:  # no sandbox here: the same checks, run as they would be with it off
         return check_runner(None, Path(tempfile.mkdtemp()))
-    policy = build_policy(project, Path(tempfile.mkdtemp(prefix="wizard-run-")))
+    policy = build_policy(project, temp or Path(tempfile.mkdtemp(prefix="wizard-run-")))
     return check_runner(policy, Path(tempfile.mkdtemp()))
 
 
@@ -48,3 +53,88 @@ async def test_a_planted_pipe_or_link_out_is_refused_not_read(tmp_path: Path) ->
     env, config = result.checks
     assert env.status == "failed" and config.status == "failed"
     assert all("canary-8d1f" not in check.output_tail for check in result.checks)
+
+
+def _planted_jest(folder: Path, payload: str) -> None:
+    """A fake `jest` in `folder/node_modules/.bin`, where npm looks in every ancestor."""
+    runner = folder / "node_modules" / ".bin" / "jest"
+    runner.parent.mkdir(parents=True)
+    runner.write_text(f"#!/bin/sh\n{payload}\nexit 0\n")
+    runner.chmod(0o755)
+
+
+def _npm_project(project: Path) -> None:
+    project.mkdir()
+    (project / "package.json").write_text(json.dumps({"scripts": {"test": "jest"}}))
+    (project / ".env").write_text("API_KEY=canary-env-51c2\n")
+    (project / "config").mkdir()
+    (project / "config" / ".env.local").write_text("TOKEN=canary-local-51c2\n")
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+async def test_the_tree_before_the_run_is_no_place_a_command_of_the_agent_can_reach(
+    outside_temp: Path, tmp_path: Path
+) -> None:
+    """The agent plants `node_modules/.bin/jest` in the run's temp folder, above where the
+    tree before the run used to be written; `npm test` fails in the project, so wizard runs
+    it again on that tree. The planted runner must not run, and no `.env` reaches that tree."""
+    project, temp = outside_temp / "project", outside_temp / "run-temp"
+    _npm_project(project)
+    temp.mkdir()
+    stolen = project / "stolen.txt"
+    _planted_jest(temp, f"cat ../*/.env ../*/config/.env.local .env > {stolen} 2>&1")
+    runner = _runner(project, temp)
+    checks = checks_for((), [], project, full=True)
+    seen: list[list[str]] = []
+
+    def before(folder: Path) -> None:
+        (folder / "package.json").write_text((project / "package.json").read_text())
+        seen.append(sorted(str(p.relative_to(folder)) for p in folder.rglob("*")))
+
+    # Written where the run's commands could write: nothing runs there, the failure counts.
+    result = await verify(checks, project, runner, before, temp)
+    assert [c.before for c in result.checks] == [None] and result.status == "failed"
+    assert not stolen.exists() and seen == []
+    # Written where wizard writes it: the re-run finds no planted runner above it.
+    result = await verify(checks, project, runner, before, tmp_path)
+    assert not stolen.exists() and seen == [["package.json"]]
+
+
+def test_the_tree_before_the_run_is_written_without_env_files(tmp_path: Path) -> None:
+    from wizard.journal import Journal
+    from wizard.tools.paths import is_env_name
+
+    project = tmp_path / "project"
+    _npm_project(project)
+    (project / "app.js").write_text("x\n")
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r1", "prog")
+    dest = tmp_path / "before"
+    dest.mkdir()
+    journal.materialise(record.before, dest, is_env_name)
+    assert sorted(p.name for p in dest.rglob("*")) == ["app.js", "config", "package.json"]
+
+
+def test_a_runner_the_run_replaced_is_never_trusted_with_the_verdict(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    _npm_project(project)
+    (project / "node_modules" / "jest" / "bin").mkdir(parents=True)
+    (project / "node_modules" / ".bin").mkdir()
+    (project / "node_modules" / ".bin" / "jest").symlink_to("../jest/bin/jest.js")
+    (project / "node_modules" / "@s" / "t").mkdir(parents=True)
+    (project / "node_modules" / ".bin" / "t").symlink_to("../@s/t/cli.js")
+    assert replaced_runners(project, {"node_modules/leftpad/index.js": "changed"}) == []
+    assert replaced_runners(project, {"node_modules/jest/bin/jest.js": "changed"}) == [
+        "node_modules/.bin/jest"
+    ]
+    assert replaced_runners(project, {"node_modules/@s/t/lib.js": "added"}) == [
+        "node_modules/.bin/t"
+    ]
+    assert replaced_runners(project, {"node_modules/.bin/vitest": "added"}) == [
+        "node_modules/.bin/vitest"
+    ]
+    (check,) = checks_for((), [], project, full=True,
+                          dependencies={"node_modules/jest/bin/jest.js": "changed"})  # fmt: skip
+    assert check.inline is not None and "node_modules/.bin/jest changed" in str(
+        check.inline(project)
+    )

@@ -12,8 +12,9 @@ dropped with their objects.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,8 +24,10 @@ from pydantic import BaseModel, ConfigDict
 
 from wizard.atomic import write_atomically
 from wizard.config import state_root
-from wizard.errors import ConfigError, UsageError
+from wizard.errors import ConfigError, JournalError, UsageError
+from wizard.journal.dependencies import dependency_changes, prune_listings
 from wizard.journal.edits import Edits, edits_between
+from wizard.journal.leftovers import remove_unjournaled
 from wizard.journal.project_copy import copy_project, remove_copy
 from wizard.journal.refusals import ApplyRefused, UndoRefused
 from wizard.journal.store import PLAIN_BITS, Change, GitStore, Snapshot
@@ -51,8 +54,16 @@ class RunRecord(BaseModel):
     before_modes: dict[str, int] = {}
     after_modes: dict[str, int] = {}
     changed: list[str] = []
-    heavy_before: dict[str, int] = {}
+    # Dependency and build folders, by the digest of their files' metadata (an older record:
+    # the folder's mtime); the folders that changed, and each file in them that did.
+    heavy_before: dict[str, int | str] = {}
+    heavy_after: dict[str, int | str] = {}
     heavy_changed: list[str] = []
+    dependency_changes: dict[str, str] = {}
+    # Every `.git` before the run (`Snapshot.repos`), and those that appeared or changed
+    # during it (a gitfile pointed elsewhere).
+    repos_before: dict[str, str] = {}
+    repos_added: list[str] = []
     # Files over the journal's size limit: fingerprinted, not stored, so undo leaves them.
     large_before: dict[str, str] = {}
     large_changed: list[str] = []
@@ -114,8 +125,8 @@ class Journal:
         record = RunRecord(
             run_id=run_id, kind="undo" if undoes else "run", undoes=undoes, applies=applies,
             program=program, harness=harness, sequence=sequence, started_at=_now(),
-            before=snapshot.tree, before_modes=snapshot.modes, heavy_before=snapshot.heavy,
-            large_before=snapshot.large,
+            before=snapshot.tree, before_modes=snapshot.modes, heavy_before=dict(snapshot.heavy),
+            large_before=snapshot.large, repos_before=snapshot.repos,
         )  # fmt: skip
         (self.state / "project").write_text(str(self.project))
         self._save(record)
@@ -145,38 +156,57 @@ class Journal:
         return preview
 
     def finish(self, record: RunRecord, status: str, error_type: str | None = None) -> RunRecord:
-        """Snapshot the project after a run, whatever its outcome; prune old records.
+        """Snapshot the project after a run, whatever its outcome; prune old records. Called
+        again on a finished record (checks ran in the project since), it takes the
+        after-state anew.
 
-        A snapshot that fails still closes the record, with the reason: the run is not
-        undoable, and `wizard runs` says it ended."""
+        A snapshot that fails, whatever the reason, still closes the record, with the reason:
+        the run is not undoable, and `wizard runs` says it ended (an error other than an
+        `OSError` or wizard's own is raised as a `JournalError`)."""
+        ended = {"ended_at": record.ended_at or _now(), "status": status, "error_type": error_type}
         try:
-            copy = Path(record.preview_dir) if record.preview_dir else None
-            snapshot = self.store.snapshot(copy, record.mounts)
-            self.store.keep(f"{record.run_id}/after", snapshot.tree)
-        except (ConfigError, OSError) as exc:
-            update = {
-                "ended_at": _now(), "status": status, "error_type": error_type,
-                "journal_error": str(exc),
-            }  # fmt: skip
-            self._save(record.model_copy(update=update))
-            raise
-        changes = self.store.changes(record.before, snapshot.tree)
-        heavy_before = record.heavy_before
-        finished = record.model_copy(
-            update={
-                "ended_at": _now(),
-                "status": status,
-                "error_type": error_type,
-                "after": snapshot.tree,
-                "after_modes": snapshot.modes,
-                "changed": _changed_paths(changes, record.before_modes, snapshot.modes),
-                "heavy_changed": _differing(heavy_before, snapshot.heavy),
-                "large_changed": _differing(record.large_before, snapshot.large),
-            }
-        )
+            finished = self._closed(record, ended)
+        except Exception as exc:  # any failure: the record still says the run ended
+            self._save(record.model_copy(update={**ended, "journal_error": str(exc)}))
+            if isinstance(exc, OSError | ConfigError):
+                raise
+            raise JournalError(f"{type(exc).__name__}: {exc}") from exc
         self._save(finished)
         self.prune()
         return finished
+
+    def _closed(self, record: RunRecord, ended: dict[str, Any]) -> RunRecord:
+        """The record with the project's after-state (a preview: its copy's)."""
+        copy = Path(record.preview_dir) if record.preview_dir else None
+        snapshot = self.store.snapshot(copy, record.mounts)
+        self.store.keep(f"{record.run_id}/after", snapshot.tree)
+        changes = self.store.changes(record.before, snapshot.tree)
+        return record.model_copy(
+            update={
+                **ended,
+                "after": snapshot.tree,
+                "after_modes": snapshot.modes,
+                "changed": _changed_paths(changes, record.before_modes, snapshot.modes),
+                "heavy_after": dict(snapshot.heavy),
+                "heavy_changed": _differing(record.heavy_before, snapshot.heavy),
+                "dependency_changes": dependency_changes(
+                    self.state, record.heavy_before, snapshot.heavy
+                ),
+                "large_changed": _differing(record.large_before, snapshot.large),
+                "repos_added": _differing(record.repos_before, snapshot.repos, only_after=True),
+            }
+        )
+
+    def changed_between(self, first: RunRecord, then: RunRecord) -> list[str]:
+        """What changed from one after-state of a run to a later one: files, dependency
+        files, repositories."""
+        assert first.after is not None and then.after is not None
+        paths = {change.path for change in self.store.changes(first.after, then.after)}
+        paths |= set(_changed_paths([], first.after_modes, then.after_modes))
+        deps = first.dependency_changes
+        paths |= {p for p, c in then.dependency_changes.items() if deps.get(p) != c}
+        paths |= set(then.repos_added) - set(first.repos_added)
+        return sorted(paths)
 
     def edits(self, record: RunRecord) -> Edits | None:
         """What a finished run did to the project's files; None if it has no after-state."""
@@ -191,14 +221,17 @@ class Journal:
         self._save(amended)
         return amended
 
-    def materialise(self, tree: str, dest: Path) -> None:
-        """The project as the snapshot `tree` held it, written into the empty folder `dest`."""
-        self.store.export(tree, dest)
+    def materialise(self, tree: str, dest: Path, leave_out: Callable[[str], bool]) -> None:
+        """The project as the snapshot `tree` held it, written into the empty folder `dest`,
+        without the files whose name `leave_out` says."""
+        self.store.export(tree, dest, leave_out)
 
     def _save(self, record: RunRecord) -> None:
+        """Write the record; a name that is not UTF-8 (a path is bytes to the system) is kept
+        losslessly, as its escaped surrogates."""
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         path = self.runs_dir / f"{record.run_id}.json"
-        write_atomically(path, record.model_dump_json(indent=1).encode())
+        write_atomically(path, json.dumps(record.model_dump(), indent=1).encode())
 
     # --- reading --------------------------------------------------------------------------
 
@@ -206,15 +239,13 @@ class Journal:
         """Every kept record, newest first."""
         if not self.runs_dir.is_dir():
             return []
-        records = [
-            RunRecord.model_validate_json(path.read_text()) for path in self.runs_dir.glob("*.json")
-        ]
+        records = [_load(path) for path in self.runs_dir.glob("*.json")]
         return sorted(records, key=lambda r: (r.started_at, r.run_id), reverse=True)
 
     def get(self, run_id: str) -> RunRecord | None:
         """The record of exactly `run_id`, if the journal has it."""
         path = self.runs_dir / f"{run_id}.json"
-        return RunRecord.model_validate_json(path.read_text()) if path.is_file() else None
+        return _load(path) if path.is_file() else None
 
     def find(self, run_id: str | None, *, undoable: bool = True) -> RunRecord:
         """The record `run_id` (or an unambiguous prefix of it), else the newest finished one:
@@ -277,6 +308,7 @@ class Journal:
         changes = self.store.changes(target.before, target.after)
         restored = self.store.restore(changes, Snapshot(target.before, target.before_modes))
         restored += self._restore_modes(target.changed, target.before_modes, changes)
+        restored += remove_unjournaled(self.project, target)
         finished = self.finish(record, "succeeded")
         self._save(target.model_copy(update={"undone_by": run_id}))
         if target.kind == "undo" and (original := self.get(target.undoes or "")) is not None:
@@ -402,13 +434,20 @@ class Journal:
         """Drop all but the newest `keep` records (`WIZARD_JOURNAL_KEEP`, default 20)."""
         if keep is None:
             keep = int(os.environ.get("WIZARD_JOURNAL_KEEP", DEFAULT_KEEP))
-        old = self.records()[max(keep, 1) :]
+        records = self.records()
+        old, kept = records[max(keep, 1) :], records[: max(keep, 1)]
         if not old:
             return
         for record in old:
             self._remove_copy(record)
             self._discard(record)
         self.store.forget(f"{r.run_id}/{side}" for r in old for side in ("before", "after"))
+        listed = (d for r in kept for d in (*r.heavy_before.values(), *r.heavy_after.values()))
+        prune_listings(self.state, listed)
+
+
+def _load(path: Path) -> RunRecord:
+    return RunRecord.model_validate(json.loads(path.read_text()))
 
 
 def _changed_paths(
@@ -420,6 +459,10 @@ def _changed_paths(
     return sorted(paths)
 
 
-def _differing(before: Mapping[str, object], after: Mapping[str, object]) -> list[str]:
-    """The names whose fingerprint differs, or that only one side has."""
-    return sorted(name for name in {*before, *after} if before.get(name) != after.get(name))
+def _differing(
+    before: Mapping[str, object], after: Mapping[str, object], *, only_after: bool = False
+) -> list[str]:
+    """The names whose fingerprint differs, or that only one side has (`only_after`: that
+    the second has)."""
+    names = set(after) if only_after else {*before, *after}
+    return sorted(name for name in names if before.get(name) != after.get(name))

@@ -37,12 +37,13 @@ import stat
 import subprocess
 import tarfile
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from wizard.atomic import symlink_atomically, write_atomically
 from wizard.errors import ConfigError
+from wizard.journal.dependencies import fingerprint_folder, save_listing
 
 HEAVY_FOLDERS = frozenset(
     {
@@ -72,9 +73,13 @@ class Snapshot:
 
     tree: str
     modes: dict[str, int] = field(default_factory=dict)
-    heavy: dict[str, int] = field(default_factory=dict)  # folder → its mtime (ns)
+    # Dependency and build folders: folder → the digest of its files' metadata listing.
+    heavy: dict[str, str] = field(default_factory=dict)
     # Files over the size limit, fingerprinted ("size:mtime_ns"), not stored.
     large: dict[str, str] = field(default_factory=dict)
+    # Every `.git` (git will not store one): a folder ("folder"), or a gitfile, the pointer
+    # of a submodule or worktree, with its content ("gitfile:..."), or a link ("link:...").
+    repos: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,20 @@ class Change:
     path: str
     old_mode: str
     old_blob: str
+
+
+def _repository(path: Path, info: os.stat_result) -> str:
+    """What a `.git` is: a folder, a gitfile and what it points to, or a link."""
+    if stat.S_ISDIR(info.st_mode):
+        return "folder"
+    try:
+        if stat.S_ISLNK(info.st_mode):
+            return "link:" + os.readlink(path)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(descriptor, "rb") as handle:
+            return "gitfile:" + handle.read(4096).decode(errors="surrogateescape")
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
 
 
 def git_available() -> bool:
@@ -143,8 +162,9 @@ class GitStore:
         lines: list[str] = []
         modes: dict[str, int] = {}
         large: dict[str, str] = {}
-        heavy: dict[str, int] = {}
-        for entry in self._entries(root, heavy, frozenset(mounts)):
+        heavy: dict[str, str] = {}
+        repos: dict[str, str] = {}
+        for entry in self._entries(root, heavy, repos, frozenset(mounts)):
             info = entry.info
             if entry.mode != "120000" and info.st_size > limit:
                 large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
@@ -162,13 +182,14 @@ class GitStore:
         self._git("update-index", "-z", "--index-info", stdin=listing if lines else b"")
         tree = self._git("write-tree").decode().strip()
         self._save_cache(cache_name, fresh)
-        return Snapshot(tree, modes, heavy, large)
+        return Snapshot(tree, modes, heavy, large, repos)
 
-    @staticmethod
-    def _entries(root: Path, heavy: dict[str, int], mounts: frozenset[str]) -> Iterator[_Entry]:
-        """Every file and link beneath `root`, through no followed link; no `.git`, nothing
-        that is not a file or a link. Heavy folders (and `mounts`) go into `heavy` (their
-        mtimes)."""
+    def _entries(
+        self, root: Path, heavy: dict[str, str], repos: dict[str, str], mounts: frozenset[str]
+    ) -> Iterator[_Entry]:
+        """Every file and link beneath `root`, through no followed link, nothing that is not
+        a file or a link. A `.git` goes into `repos`, not the tree. Heavy folders (and
+        `mounts`, the folders they stand for) go into `heavy`, by their listing's digest."""
         stack = [""]
         while stack:
             relative = stack.pop()
@@ -182,20 +203,24 @@ class GitStore:
                     info = item.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if stat.S_ISDIR(info.st_mode):
+                if item.name == ".git":
+                    repos[path] = _repository(root / path, info)
+                elif stat.S_ISDIR(info.st_mode):
                     if item.name in HEAVY_FOLDERS:
-                        heavy[path] = info.st_mtime_ns
-                    elif item.name != ".git":
+                        heavy[path] = self._fingerprint(root / path, repos, path)
+                    else:
                         stack.append(path)
-                elif item.name == ".git":
-                    continue  # a submodule's pointer to its repository
                 elif path in mounts:
                     with contextlib.suppress(OSError):
-                        heavy[path] = os.stat(root / path).st_mtime_ns
+                        target = Path(os.path.realpath(root / path))
+                        heavy[path] = self._fingerprint(target, repos, path)
                 elif stat.S_ISLNK(info.st_mode):
                     yield _Entry(path, "120000", info)
                 elif stat.S_ISREG(info.st_mode):
                     yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
+
+    def _fingerprint(self, folder: Path, repos: dict[str, str], path: str) -> str:
+        return save_listing(self.state, fingerprint_folder(folder, repos, path))
 
     def _store(self, root: Path, entry: _Entry) -> str:
         """Write the entry's blob into the store's objects (if new); its id."""
@@ -279,13 +304,15 @@ class GitStore:
             counts[name] = None if binary else (int(added), int(removed))
         return counts
 
-    def export(self, tree: str, dest: Path) -> None:
-        """Write the files of `tree` into the folder `dest` (which must be empty): the project
-        as a snapshot held it, for a check to run on. Links and modes come back as stored;
-        nothing in the archive may land outside `dest` (tarfile's data filter)."""
+    def export(self, tree: str, dest: Path, leave_out: Callable[[str], bool]) -> None:
+        """Write the files of `tree` into the folder `dest` (which must be empty), but those
+        whose name `leave_out` says: the project as a snapshot held it, for a check to run on.
+        Links and modes come back as stored; nothing in the archive may land outside `dest`
+        (tarfile's data filter)."""
         archive = self._git("archive", "--format=tar", tree)
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(dest, filter="data")
+            members = [m for m in tar.getmembers() if not leave_out(PurePosixPath(m.name).name)]
+            tar.extractall(dest, members=members, filter="data")
 
     def folders(self, tree: str) -> set[str]:
         """Every folder in `tree`."""

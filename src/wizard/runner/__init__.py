@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from wizard.config import number_setting
 from wizard.engines.claude import load_sdk
@@ -36,7 +35,7 @@ from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL, RunContext
 from wizard.runner.sequence.linear import run_linear
 from wizard.runner.sequence.orchestrator.sequence import run_orchestrator
 from wizard.runner.switchboard import Binding, resolve_binding
-from wizard.runner.verification import verified
+from wizard.runner.verification import checks_wrote, verified
 from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.tools.project import AskFunction
 from wizard.tools.sandbox import sandbox_enabled
@@ -250,22 +249,17 @@ async def _run(
     record = journal.finish(outcome.status, outcome.error_type)
     try:
         outcome = await verified(
-            outcome,
-            context,
-            journal,
-            record,
-            sandbox.temp_dir,
-            request.no_verify,
-            full=request.verify_full,
+            outcome, context, journal, record, request.no_verify, full=request.verify_full
         )
     except asyncio.CancelledError:  # interrupted while checking: the run ends cancelled
-        journal.amend(record, status="cancelled")
+        journal.after_checks(record, "cancelled")
         raise
-    noted: dict[str, Any] = {"status": outcome.status} if outcome.status == "unverified" else {}
-    if outcome.usage is not None:
-        noted["usage"] = asdict(outcome.usage)
-    if noted:  # what the journal's record did not know when the run ended
-        journal.amend(record, **noted)
+    if outcome.verification is not None and outcome.verification.checks:
+        record, written = journal.after_checks(record, outcome.status)
+        if written:
+            outcome = replace(outcome, warnings=(*outcome.warnings, checks_wrote(written)))
+    if outcome.usage is not None:  # what the journal's record did not know when the run ended
+        journal.amend(record, usage=asdict(outcome.usage))
     if journal.warning is not None:
         outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
     return outcome

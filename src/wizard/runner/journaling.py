@@ -15,6 +15,7 @@ from wizard.errors import ConfigError, WizardError
 from wizard.events import EventSink, LogLine
 from wizard.journal import Journal, RunRecord, git_available
 from wizard.runner.sequence.context import Binding
+from wizard.tools.paths import is_env_name
 
 _OFF = "this run is not journaled, so `wizard undo` cannot take it back"
 NOT_JOURNALED = "Not journaled: undo is off for this run"
@@ -78,6 +79,21 @@ class RunJournal:
             self.warning = f"{NOT_JOURNALED} ({exc})."
             return None
 
+    def after_checks(
+        self, record: RunRecord | None, status: str
+    ) -> tuple[RunRecord | None, list[str]]:
+        """Take the after-state again once checks ran in the project, so nothing they wrote
+        escapes the journal; the record, and the paths the checks changed."""
+        if self.journal is None or record is None or record.after is None:
+            return record, []
+        try:
+            again = self.journal.finish(record, status, record.error_type)
+        except (WizardError, OSError) as exc:
+            self.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
+            self.warning = f"{NOT_JOURNALED} ({exc})."
+            return record, []
+        return again, self.journal.changed_between(record, again)
+
     def amend(self, record: RunRecord | None, **fields: Any) -> RunRecord | None:
         """Record more of the finished run: another status (its verification failed), what
         it used."""
@@ -90,11 +106,12 @@ class RunJournal:
             return record
 
     def materialiser(self, record: RunRecord | None) -> Callable[[Path], None]:
-        """Writes the project as it was before the run into an empty folder."""
+        """Writes the project as it was before the run into an empty folder, without its
+        `.env*` files: a check has no business with secrets."""
 
         def write(folder: Path) -> None:
             if self.journal is None or record is None:
                 raise FileNotFoundError("the run is not journaled")
-            self.journal.materialise(record.before, folder)
+            self.journal.materialise(record.before, folder, is_env_name)
 
         return write

@@ -1,185 +1,41 @@
 """Verification: before wizard says a run succeeded, it checks the project still works.
 
-The checks come from two places:
-
-- **the program's own** (`ProgramConfig.checks`): a file the skill must write exists, a key
-  the setup needs is in `.env` (read by name only, never its value), a command exits 0;
-- **what changed** (the journal's list, the installed skill left out): every changed Python
-  file parses, every changed JavaScript file passes `node --check`, TypeScript type-checks
-  when the project has a `tsconfig.json` and a local `typescript`, and changed JSON, TOML and
-  YAML files still parse.
+The checks (`runner.checks`) are the program's own, those the run's changes call for, and
+with `--verify full` the project's own build and tests.
 
 Commands run in the project, in the run's OS sandbox (as the agent's do), each with a time
 limit. A failing check counts against the run only if it passed on the project as it was
-before the run: the journal writes that tree into the run's temp folder and the check runs
-there too, so a project that was already broken is not blamed (the outcome says so). Data
-files are parsed in process; they are data, nothing in them runs.
+before the run, so a project that was already broken is not blamed (the outcome says so).
+The journal writes that tree, without its `.env*` files, into a folder of wizard's own that
+no command of the agent could write, nor any folder above it (npm, pytest and tsc look for
+runners and config in a folder's ancestors); the check runs there in the sandbox, which may
+write that folder alone. What the checks write in the project is journaled by the runner
+after them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import shlex
 import shutil
-import stat
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
-
 from wizard.engines.bundle import installed_pi
 from wizard.events import SpinnerStarted, SpinnerStopped
 from wizard.journal import RunRecord
+from wizard.names import shown
 from wizard.outcome import CheckResult, CheckStatus, Outcome, Outro, Verification
-from wizard.programs.types import ProgramCheck
+from wizard.runner.checks import Check, checks_for
 from wizard.runner.journaling import RunJournal
 from wizard.runner.sequence.context import RunContext
-from wizard.skills.install import SKILL_FILES
-from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import run_command
 
 CHECK_TIMEOUT_S = 120.0
-SCRIPT_TIMEOUT_S = 900.0  # the project's own test and build scripts (`--verify full`)
 TAIL_LINES = 12
-# A file missing from the tree a check runs on (one the run added, on the tree before it)
-# has nothing to parse there.
-_PYTHON_PARSE = (
-    "import ast, os, sys\n"
-    "for f in sys.argv[1:]:\n"
-    "    if os.path.exists(f): ast.parse(open(f, 'rb').read(), f)"
-)
-_DATA_PARSERS: dict[str, Callable[[bytes], object]] = {
-    ".json": json.loads,
-    ".toml": lambda data: tomllib.loads(data.decode()),
-    ".yaml": yaml.safe_load,
-    ".yml": yaml.safe_load,
-}
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check: a shell command run in a folder, or a test wizard makes itself there
-    (`inline`: the failure's text, or None). A check of the project (`compare`) that fails is
-    run again on the tree before the run; a program's check of what its run must leave (the
-    report it writes) is not: before the run it could not pass."""
-
-    name: str
-    command: str = ""
-    inline: Callable[[Path], str | None] | None = None
-    compare: bool = True
-    timeout: float | None = None  # the runner's when None
-
-
-def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], project: Path,
-               *, full: bool = False) -> list[Check]:  # fmt: skip
-    """The checks a run must pass: the program's, those its changes call for, and with
-    `full` the project's own test and build scripts."""
-    checks = [_program_check(check) for check in program_checks]
-    if full:
-        checks += _project_scripts(project)
-    present = [p for p in changed if not p.startswith(SKILL_FILES) and (project / p).is_file()]
-    by_suffix: dict[str, list[str]] = {}
-    for path in present:
-        by_suffix.setdefault(Path(path).suffix.lower(), []).append(path)
-    if python := by_suffix.get(".py"):
-        # Isolated (-I): not the project's folder on sys.path, so an `ast.py` the agent left
-        # there is never what runs (nor PYTHON* variables, nor the user's site).
-        command = f"python3 -I -c {shlex.quote(_PYTHON_PARSE)} {_quoted(python)}"
-        checks.append(Check("changed Python files parse", command))
-    if javascript := [p for s in (".js", ".mjs", ".cjs") for p in by_suffix.get(s, [])]:
-        quoted = [shlex.quote(path) for path in javascript]
-        command = " && ".join(f"{{ [ ! -e {p} ] || node --check {p}; }}" for p in quoted)
-        checks.append(Check("changed JavaScript files parse", command))
-    typescript = by_suffix.get(".ts", []) + by_suffix.get(".tsx", [])
-    local_tsc = project / "node_modules" / ".bin" / "tsc"
-    if typescript and (project / "tsconfig.json").is_file() and local_tsc.exists():
-        checks.append(Check("TypeScript type-checks", "node_modules/.bin/tsc --noEmit"))
-    for suffix, parse in _DATA_PARSERS.items():
-        for path in by_suffix.get(suffix, []):
-            checks.append(Check(f"{path} parses", inline=_parses(path, parse)))
-    return checks
-
-
-def _project_scripts(project: Path) -> list[Check]:
-    """The project's own build and tests (`--verify full`): `npm run build` and `npm test`
-    where package.json has them, pytest where the project has tests for it."""
-    checks = []
-    try:
-        scripts = json.loads((project / "package.json").read_text()).get("scripts") or {}
-    except (OSError, ValueError, AttributeError):
-        scripts = {}
-    if isinstance(scripts, dict) and scripts.get("build"):
-        checks.append(Check("the project builds (npm run build)", "npm run build --silent",
-                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
-    test = str(scripts.get("test") or "") if isinstance(scripts, dict) else ""
-    if test and "no test specified" not in test:  # npm's placeholder is not a test
-        checks.append(Check("the project's tests pass (npm test)", "npm test --silent",
-                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
-    pyproject = project / "pyproject.toml"
-    has_pytest = (project / "pytest.ini").is_file() or (
-        pyproject.is_file() and "[tool.pytest" in pyproject.read_text(errors="replace")
-    )
-    if has_pytest or ((project / "tests").is_dir() and any((project / "tests").glob("test_*.py"))):
-        command = "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -x -p no:cacheprovider"
-        checks.append(Check("the project's tests pass (pytest)", command,
-                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
-    return checks
-
-
-def _quoted(paths: Sequence[str]) -> str:
-    return " ".join(shlex.quote(path) for path in paths)
-
-
-def _program_check(check: ProgramCheck) -> Check:
-    if check.kind == "command":
-        return Check(check.name, check.value, compare=False)
-    if check.kind == "file_exists":
-        path = check.value
-
-        def exists(folder: Path) -> str | None:
-            located = ProjectRoot(folder).locate(path)
-            if isinstance(located, Refusal):
-                return f"{path} was not found" if located.kind == "missing" else located.reason
-            with located:
-                info = located.lstat()
-            regular = info is not None and stat.S_ISREG(info.st_mode)
-            return None if regular else f"{path} was not found"
-
-        return Check(check.name, inline=exists, compare=False)
-    key = check.value
-
-    def has_key(folder: Path) -> str | None:
-        data = ProjectRoot(folder).read_bytes(".env", env=True)
-        if isinstance(data, Refusal):
-            return ".env was not found" if data.kind == "missing" else data.reason
-        lines = data.decode(errors="replace").splitlines()
-        names = {line.split("=", 1)[0].strip().removeprefix("export ") for line in lines}
-        return None if key in names else f"{key} is not set in .env"
-
-    return Check(check.name, inline=has_key, compare=False)
-
-
-def _parses(path: str, parse: Callable[[bytes], object]) -> Callable[[Path], str | None]:
-    """A data file parses. It is read through the one resolver, as the agent's file tools
-    read: a link out of the project, a pipe or a device is refused, never followed."""
-
-    def check(folder: Path) -> str | None:
-        data = ProjectRoot(folder).read_bytes(path)
-        if isinstance(data, Refusal):
-            return None if data.kind == "missing" else data.reason  # missing: nothing to parse
-        try:
-            parse(data)
-        except Exception as exc:  # every parser's own error: the file does not parse
-            return f"{path}: {exc}"
-        return None
-
-    return check
 
 
 @dataclass(frozen=True)
@@ -191,6 +47,18 @@ class CheckRunner:
     sandbox: tuple[SandboxPolicy, Path, Path] | None
     unsandboxable: str | None = None
     timeout: float = CHECK_TIMEOUT_S
+
+    def for_tree(self, folder: Path, private: Path) -> CheckRunner | None:
+        """This runner for the tree in `folder` (the project before the run), its sandbox's
+        settings in `private`; None when a command of the run could write `folder` or a
+        folder above it, where nothing may run."""
+        if self.sandbox is None:
+            return self
+        policy, node, cli = self.sandbox
+        if policy.writable(folder):
+            return None
+        scoped = policy.for_tree(folder).with_settings_file(private)
+        return replace(self, sandbox=(scoped, node, cli))
 
     async def run(self, check: Check, folder: Path) -> tuple[CheckStatus, str]:
         """The check's status in `folder`, and the end of its output."""
@@ -241,6 +109,10 @@ async def _before_the_run(
     scratch: Path,
 ) -> list[CheckResult]:
     folder = Path(tempfile.mkdtemp(prefix="before-", dir=scratch))
+    private = Path(tempfile.mkdtemp(prefix="settings-", dir=scratch))
+    tree_runner = runner.for_tree(folder, private)
+    if tree_runner is None:  # a folder the agent could write: nothing runs there
+        return results
     try:
         await asyncio.to_thread(before, folder)
     except Exception:  # no tree to compare with: the failure counts
@@ -248,7 +120,7 @@ async def _before_the_run(
     redone = []
     for check, result in zip(checks, results, strict=True):
         if result.status == "failed" and check.compare:
-            status, _ = await runner.run(check, folder)
+            status, _ = await tree_runner.run(check, folder)
             result = replace(result, before=status)
         redone.append(result)
     return redone
@@ -273,7 +145,6 @@ async def verified(
     context: RunContext,
     journal: RunJournal,
     record: RunRecord | None,
-    temp_dir: Path | None,
     skip: bool,
     full: bool = False,
 ) -> Outcome:
@@ -285,16 +156,18 @@ async def verified(
         skipped = Verification("skipped")
         return replace(outcome, verification=skipped, warnings=(*outcome.warnings, NOT_VERIFIED))
     changed = record.changed if record is not None else []
-    checks = checks_for(context.program.checks, changed, context.project_dir, full=full)
+    dependencies = record.dependency_changes if record is not None else {}
+    checks = checks_for(context.program.checks, changed, context.project_dir, full=full,
+                        dependencies=dependencies)  # fmt: skip
     if not checks:
         return replace(outcome, verification=Verification("skipped"))
     context.sink(SpinnerStarted("Checking that the project still works..."))
+    # wizard's own folder, closed to the agent's commands, and so is every folder above it.
     workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
     try:
         runner = check_runner(context.sandbox, workspace)
-        scratch = temp_dir if temp_dir is not None else workspace
         result = await verify(checks, context.project_dir, runner,
-                              journal.materialiser(record), scratch)  # fmt: skip
+                              journal.materialiser(record), workspace)  # fmt: skip
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if not result.failures:
@@ -307,6 +180,16 @@ async def verified(
         verification=result,
         warnings=outcome.warnings,
         usage=outcome.usage,
+    )
+
+
+def checks_wrote(paths: Sequence[str]) -> str:
+    """The warning for files that appeared or changed in the project while checks ran."""
+    named = ", ".join(shown(path) for path in paths[:5])
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return (
+        f"The checks changed files in the project: {named}{more}. They are journaled with the "
+        "run: `wizard diff` shows them and `wizard undo` takes them back."
     )
 
 

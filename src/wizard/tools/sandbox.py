@@ -121,6 +121,23 @@ class SandboxPolicy:
         """This policy, with more paths open to reading (the sandbox runtime's own files)."""
         return replace(self, allow_read=(*self.allow_read, *(str(p) for p in paths)))
 
+    def for_tree(self, folder: Path) -> SandboxPolicy:
+        """This policy for a command on another tree (the project as it was before the run):
+        `folder` readable and, with the run's temp folder, the only place it may write."""
+        temp = self.command_env.get("TMPDIR")
+        return replace(
+            self.reading(folder),
+            write=(str(folder), *([temp] if temp else [])),
+            deny_write=(),
+            settings_file=None,
+        )
+
+    def writable(self, path: Path) -> bool:
+        """Whether `path` is, or lies in, a folder commands may write: a command could have
+        planted there what a tool run in `path` looks for in its ancestors."""
+        resolved = path.resolve()
+        return any(resolved == Path(root) or Path(root) in resolved.parents for root in self.write)
+
     def with_settings_file(self, private_dir: Path) -> SandboxPolicy:
         """This policy, its runtime settings written into `private_dir` (closed to commands)."""
         policy = self.denying(private_dir)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from wizard.names import shown
 from wizard.outcome import Outcome, exit_code
 from wizard.skills.install import SKILL_FILES
 
@@ -73,13 +76,45 @@ def _way_back(outcome: Outcome) -> list[Text]:
             Text("The preview changed no files."),
             Text(f"Discard: wizard discard {target}"),
         ]
-    if outcome.unjournaled_changes:
-        folders = ", ".join(outcome.unjournaled_changes)
-        lines.append(Text(f"Also changed, and not journaled (undo leaves them): {folders}"))
+    lines += _unjournaled(outcome)
     lines += [Text(f"Warning: {warning}", style="yellow") for warning in outcome.warnings]
     if outcome.usage is not None and outcome.usage.model_requests:
         lines.append(Text(outcome.usage.summary(), style="dim"))
     return lines
+
+
+def _unjournaled(outcome: Outcome) -> list[Text]:
+    """What the run changed that the journal holds no copy of: repositories it made, files
+    it changed in dependency folders, big files."""
+    lines = []
+    undo = f"`wizard undo {outcome.run_id}`"
+    if outcome.repositories_added:
+        repos = ", ".join(shown(repo) for repo in outcome.repositories_added)
+        lines.append(Text(
+            f"Warning: a git repository appeared during the run: {repos}. A git command in "
+            f"that folder runs its configuration; {undo} removes it.", style="bold red",
+        ))  # fmt: skip
+    if outcome.dependency_changes:
+        lines.append(Text(dependency_summary(outcome.dependency_changes, undo), style="yellow"))
+    other = [p for p in outcome.unjournaled_changes if p not in outcome.dependency_changes]
+    if other and not outcome.dependency_changes:
+        folders = ", ".join(shown(path) for path in other)
+        lines.append(Text(f"Also changed, and not journaled (undo leaves them): {folders}"))
+    return lines
+
+
+def dependency_summary(changes: Mapping[str, str], undo: str) -> str:
+    """One line on the files a run changed in dependency folders, those changed in place
+    (where a payload hides) named first."""
+    counts = Counter(changes.values())
+    told = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+    ordered = sorted(changes, key=lambda path: changes[path] != "changed")
+    named = ", ".join(f"{shown(path)} ({changes[path]})" for path in ordered[:3])
+    more = f" and {len(changes) - 3} more" if len(changes) > 3 else ""
+    return (
+        f"Dependency folders changed during the run ({told}), not journaled: {named}{more}. "
+        f"{undo} removes what was added or changed; reinstall after it."
+    )
 
 
 def changed_summary(changed: tuple[str, ...] | list[str], *, preview: bool = False) -> str:
@@ -96,6 +131,6 @@ def changed_summary(changed: tuple[str, ...] | list[str], *, preview: bool = Fal
 
 def lines_removed(removed: dict[str, int]) -> str:
     """Which of the user's files lose the most lines (deleted configuration shows here)."""
-    top = ", ".join(f"{path} ({count})" for path, count in list(removed.items())[:3])
+    top = ", ".join(f"{shown(path)} ({count})" for path, count in list(removed.items())[:3])
     more = f" and {len(removed) - 3} more" if len(removed) > 3 else ""
     return f"Lines removed from files you had: {top}{more}. Review them before you keep them."

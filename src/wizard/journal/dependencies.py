@@ -1,0 +1,117 @@
+"""Dependency and build folders (`node_modules`, `.venv`, ...): journaled by each file's
+metadata, not its content.
+
+They are too big to copy at every run, and yet what runs next lives there: a payload appended
+to `node_modules/leftpad/index.js` runs on the user's next `node`, a `.pth` file in a venv on
+its next Python, a fake `node_modules/.bin/jest` on the next `npm test`. A folder's own
+modification time does not change when a file inside it is edited in place, so each file is
+fingerprinted: its type, size, modification and change times, inode and mode (a link: its
+target), as the engine record does. The change time cannot be set back by a command, so an
+edit that restores the modification time is still seen.
+
+A folder's listing is kept in the journal's state, named by its digest (`deps/<digest>.json`),
+so a run compares the listings before and after it file by file. Their content is not kept:
+`wizard undo` removes what was added or changed in place and says to reinstall.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from wizard.atomic import write_atomically
+
+# What a file in a dependency folder became during a run.
+ADDED, CHANGED, REMOVED = "added", "changed", "removed"
+
+
+def fingerprint_folder(folder: Path, repos: dict[str, str], prefix: str) -> dict[str, str]:
+    """Every file, folder and link beneath `folder` (never through a link), each with its
+    metadata; a `.git` found on the way is added to `repos` (as `prefix/...`)."""
+    listing: dict[str, str] = {}
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        try:
+            found = list(os.scandir(folder / relative))
+        except OSError:
+            continue
+        for item in found:
+            path = f"{relative}/{item.name}" if relative else item.name
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if item.name == ".git":
+                    repos[f"{prefix}/{path}"] = "folder"
+                listing[path] = f"d:{stat.S_IMODE(info.st_mode):o}"  # its own mtime says little
+                stack.append(path)
+            elif stat.S_ISLNK(info.st_mode):
+                with contextlib.suppress(OSError):
+                    listing[path] = "l:" + os.readlink(folder / path)
+            else:
+                listing[path] = (
+                    f"{stat.S_IFMT(info.st_mode):o}:{info.st_size}:{info.st_mtime_ns}:"
+                    f"{info.st_ctime_ns}:{info.st_ino}:{stat.S_IMODE(info.st_mode):o}"
+                )
+    return listing
+
+
+def save_listing(state: Path, listing: Mapping[str, str]) -> str:
+    """Keep a folder's listing in the journal's state; its digest."""
+    data = json.dumps(listing, sort_keys=True).encode()
+    digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    target = state / "deps" / f"{digest}.json"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, data, 0o600)
+    return digest
+
+
+def load_listing(state: Path, digest: object) -> dict[str, str] | None:
+    """A kept listing, or None (pruned, or a record from before listings were kept)."""
+    if not isinstance(digest, str):
+        return None
+    try:
+        loaded = json.loads((state / "deps" / f"{digest}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+def dependency_changes(
+    state: Path, before: Mapping[str, object], after: Mapping[str, object]
+) -> dict[str, str]:
+    """Each file of a dependency folder that a run added, changed or removed (a folder whose
+    listing is gone: the folder itself, as changed)."""
+    changes: dict[str, str] = {}
+    for folder in sorted({*before, *after}):
+        if before.get(folder) == after.get(folder):
+            continue
+        old = {} if folder not in before else load_listing(state, before[folder])
+        new = {} if folder not in after else load_listing(state, after[folder])
+        if old is None or new is None:
+            changes[folder] = CHANGED
+            continue
+        for name in sorted({*old, *new}):
+            if old.get(name) != new.get(name):
+                kind = ADDED if name not in old else REMOVED if name not in new else CHANGED
+                changes[f"{folder}/{name}"] = kind
+    return changes
+
+
+def prune_listings(state: Path, kept: Iterable[object]) -> None:
+    """Remove the listings no kept record names."""
+    names = {f"{digest}.json" for digest in kept if isinstance(digest, str)}
+    folder = state / "deps"
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if path.name not in names:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,210 @@
+"""What verification checks: the program's own checks, and those a run's changes call for.
+
+- **the program's own** (`ProgramConfig.checks`): a file the skill must write exists, a key
+  the setup needs is in `.env` (read by name only, never its value), a command exits 0;
+- **what changed** (the journal's list, the installed skill left out): every changed Python
+  file parses, every changed JavaScript file passes `node --check`, TypeScript type-checks
+  when the project has a `tsconfig.json` and a local `typescript`, and changed JSON, TOML and
+  YAML files still parse;
+- **the project's own scripts** (`--verify full`): `npm run build`, `npm test`, pytest. npm
+  runs them through the runners in `node_modules/.bin`: if the run changed one of those, or
+  the package it points into, the check fails without running, since its verdict would be
+  the agent's.
+
+Data files are parsed in process; they are data, nothing in them runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import stat
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from wizard.names import shown
+from wizard.programs.types import ProgramCheck
+from wizard.skills.install import SKILL_FILES
+from wizard.tools.paths import ProjectRoot, Refusal
+
+SCRIPT_TIMEOUT_S = 900.0  # the project's own test and build scripts (`--verify full`)
+# A file missing from the tree a check runs on (one the run added, on the tree before it)
+# has nothing to parse there.
+_PYTHON_PARSE = (
+    "import ast, os, sys\n"
+    "for f in sys.argv[1:]:\n"
+    "    if os.path.exists(f): ast.parse(open(f, 'rb').read(), f)"
+)
+_DATA_PARSERS: dict[str, Callable[[bytes], object]] = {
+    ".json": json.loads,
+    ".toml": lambda data: tomllib.loads(data.decode()),
+    ".yaml": yaml.safe_load,
+    ".yml": yaml.safe_load,
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: a shell command run in a folder, or a test wizard makes itself there
+    (`inline`: the failure's text, or None). A check of the project (`compare`) that fails is
+    run again on the tree before the run; a program's check of what its run must leave (the
+    report it writes) is not: before the run it could not pass."""
+
+    name: str
+    command: str = ""
+    inline: Callable[[Path], str | None] | None = None
+    compare: bool = True
+    timeout: float | None = None  # the runner's when None
+
+
+def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], project: Path,
+               *, full: bool = False,
+               dependencies: Mapping[str, str] | None = None) -> list[Check]:  # fmt: skip
+    """The checks a run must pass: the program's, those its changes call for, and with
+    `full` the project's own test and build scripts (`dependencies`: the files the run
+    changed in dependency folders, which may have replaced their runners)."""
+    checks = [_program_check(check) for check in program_checks]
+    if full:
+        checks += _project_scripts(project, replaced_runners(project, dependencies or {}))
+    present = [p for p in changed if not p.startswith(SKILL_FILES) and (project / p).is_file()]
+    by_suffix: dict[str, list[str]] = {}
+    for path in present:
+        by_suffix.setdefault(Path(path).suffix.lower(), []).append(path)
+    if python := by_suffix.get(".py"):
+        # Isolated (-I): not the project's folder on sys.path, so an `ast.py` the agent left
+        # there is never what runs (nor PYTHON* variables, nor the user's site).
+        command = f"python3 -I -c {shlex.quote(_PYTHON_PARSE)} {_quoted(python)}"
+        checks.append(Check("changed Python files parse", command))
+    if javascript := [p for s in (".js", ".mjs", ".cjs") for p in by_suffix.get(s, [])]:
+        quoted = [shlex.quote(path) for path in javascript]
+        command = " && ".join(f"{{ [ ! -e {p} ] || node --check {p}; }}" for p in quoted)
+        checks.append(Check("changed JavaScript files parse", command))
+    typescript = by_suffix.get(".ts", []) + by_suffix.get(".tsx", [])
+    local_tsc = project / "node_modules" / ".bin" / "tsc"
+    if typescript and (project / "tsconfig.json").is_file() and local_tsc.exists():
+        checks.append(Check("TypeScript type-checks", "node_modules/.bin/tsc --noEmit"))
+    for suffix, parse in _DATA_PARSERS.items():
+        for path in by_suffix.get(suffix, []):
+            checks.append(Check(f"{path} parses", inline=_parses(path, parse)))
+    return checks
+
+
+def replaced_runners(project: Path, dependencies: Mapping[str, str]) -> list[str]:
+    """The runners in `node_modules/.bin` that the run added, changed or removed, itself or
+    in the package it points into: npm puts that folder first on a script's PATH."""
+    bin_folder = project / "node_modules" / ".bin"
+    packages = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(bin_folder):
+            if entry.is_symlink():
+                target = os.path.normpath(os.path.join("node_modules/.bin", os.readlink(entry)))
+                parts = target.split("/")
+                depth = 3 if len(parts) > 2 and parts[1].startswith("@") else 2
+                packages[f"node_modules/.bin/{entry.name}"] = "/".join(parts[:depth]) + "/"
+    found = {path for path in dependencies if path.startswith("node_modules/.bin/")}
+    found |= {
+        runner
+        for runner, package in packages.items()
+        if package.startswith("node_modules/") and any(p.startswith(package) for p in dependencies)
+    }
+    return sorted(found)
+
+
+def _untrusted(name: str, runners: Sequence[str]) -> Check:
+    """A script check that fails without running: the run replaced what it would run."""
+    named = ", ".join(shown(runner) for runner in runners[:3])
+    reason = (
+        f"{named} changed during the run: wizard does not run a runner the agent could have "
+        "replaced to judge its work (reinstall the dependencies, then check again)"
+    )
+    return Check(name, inline=lambda _: reason, compare=False)
+
+
+def _project_scripts(project: Path, replaced: Sequence[str] = ()) -> list[Check]:
+    """The project's own build and tests (`--verify full`): `npm run build` and `npm test`
+    where package.json has them (failed unrun when the run `replaced` a runner), pytest where
+    the project has tests for it."""
+    npm = [check for check in _npm_scripts(project)]
+    checks = [_untrusted(check.name, replaced) for check in npm] if replaced else npm
+    pyproject = project / "pyproject.toml"
+    has_pytest = (project / "pytest.ini").is_file() or (
+        pyproject.is_file() and "[tool.pytest" in pyproject.read_text(errors="replace")
+    )
+    if has_pytest or ((project / "tests").is_dir() and any((project / "tests").glob("test_*.py"))):
+        command = "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -x -p no:cacheprovider"
+        checks.append(Check("the project's tests pass (pytest)", command,
+                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+    return checks
+
+
+def _npm_scripts(project: Path) -> list[Check]:
+    """`npm run build` and `npm test`, where package.json has them."""
+    checks = []
+    try:
+        scripts = json.loads((project / "package.json").read_text()).get("scripts") or {}
+    except (OSError, ValueError, AttributeError):
+        scripts = {}
+    if isinstance(scripts, dict) and scripts.get("build"):
+        checks.append(Check("the project builds (npm run build)", "npm run build --silent",
+                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+    test = str(scripts.get("test") or "") if isinstance(scripts, dict) else ""
+    if test and "no test specified" not in test:  # npm's placeholder is not a test
+        checks.append(Check("the project's tests pass (npm test)", "npm test --silent",
+                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+    return checks
+
+
+def _quoted(paths: Sequence[str]) -> str:
+    return " ".join(shlex.quote(path) for path in paths)
+
+
+def _program_check(check: ProgramCheck) -> Check:
+    if check.kind == "command":
+        return Check(check.name, check.value, compare=False)
+    if check.kind == "file_exists":
+        path = check.value
+
+        def exists(folder: Path) -> str | None:
+            located = ProjectRoot(folder).locate(path)
+            if isinstance(located, Refusal):
+                return f"{path} was not found" if located.kind == "missing" else located.reason
+            with located:
+                info = located.lstat()
+            regular = info is not None and stat.S_ISREG(info.st_mode)
+            return None if regular else f"{path} was not found"
+
+        return Check(check.name, inline=exists, compare=False)
+    key = check.value
+
+    def has_key(folder: Path) -> str | None:
+        data = ProjectRoot(folder).read_bytes(".env", env=True)
+        if isinstance(data, Refusal):
+            return ".env was not found" if data.kind == "missing" else data.reason
+        lines = data.decode(errors="replace").splitlines()
+        names = {line.split("=", 1)[0].strip().removeprefix("export ") for line in lines}
+        return None if key in names else f"{key} is not set in .env"
+
+    return Check(check.name, inline=has_key, compare=False)
+
+
+def _parses(path: str, parse: Callable[[bytes], object]) -> Callable[[Path], str | None]:
+    """A data file parses. It is read through the one resolver, as the agent's file tools
+    read: a link out of the project, a pipe or a device is refused, never followed."""
+
+    def check(folder: Path) -> str | None:
+        data = ProjectRoot(folder).read_bytes(path)
+        if isinstance(data, Refusal):
+            return None if data.kind == "missing" else data.reason  # missing: nothing to parse
+        try:
+            parse(data)
+        except Exception as exc:  # every parser's own error: the file does not parse
+            return f"{path}: {exc}"
+        return None
+
+    return check
