@@ -24,6 +24,7 @@ from wizard.analytics import analytics_from_env
 from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
+from wizard.names import shown
 from wizard.outcome import AgentErrorType, Outcome, Outro
 from wizard.processes import become_subreaper, stop_descendants
 from wizard.programs.types import ProgramBinding, ProgramConfig
@@ -39,6 +40,7 @@ from wizard.skills.sources import (
     RemoteSkills,
     SkillSource,
 )
+from wizard.tools.code_names import runs_code
 from wizard.tools.paths import is_env_name
 from wizard.ui.ci import CiOutput
 from wizard.ui.console import make_console
@@ -137,14 +139,28 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
         edits = journal.edits(record)
     except (WizardError, OSError):
         edits = None
+    code = [path for path in record.changed if runs_code(path)]
+    warnings = (*outcome.warnings, wrote_code(code, outcome.run_id)) if code else outcome.warnings
     return replace(
         outcome,
+        warnings=warnings,
         project=str(project.resolve()),
         changed_files=tuple(record.changed),
         unjournaled_changes=(*record.heavy_changed, *record.large_changed),
         dependency_changes=dict(record.dependency_changes),
         repositories_added=tuple(record.repos_added),
         edits=edits.to_dict() if edits is not None else None,
+    )
+
+
+def wrote_code(paths: list[str], run_id: str) -> str:
+    """The warning for files the run wrote that run code as the user (`code_names`)."""
+    named = ", ".join(shown(path) for path in paths[:5])
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return (
+        f"The run wrote files that run code as you when you commit, install, open the project "
+        f"in an editor or enter its folder: {named}{more}. Review them (`wizard diff "
+        f"{run_id}`) before you do; `wizard undo {run_id}` takes them back."
     )
 
 

@@ -156,6 +156,11 @@ class ProgramConfig:
     checks: tuple[ProgramCheck, ...] = ()
 
     @property
+    def written_files(self) -> tuple[str, ...]:
+        """The files the program's skill must write (its `file_exists` checks)."""
+        return tuple(check.value for check in self.checks if check.kind == "file_exists")
+
+    @property
     def failure_message(self) -> str:
         """The spinner's text when the run fails."""
         return self.error_message or f"{self.label} failed"

@@ -64,8 +64,9 @@ class Fence:
         max_calls: int = MAX_TOOL_CALLS,
         sandboxed: bool = False,
         read_only: Mapping[str, Path] | None = None,
+        code_paths: Iterable[str] = (),
     ) -> None:
-        self.root = ProjectRoot(project_dir, read_only)
+        self.root = ProjectRoot(project_dir, read_only, code_paths)
         self.project_dir = self.root.root
         # With the OS sandbox on, rules it enforces for commands are not repeated here.
         self.sandboxed = sandboxed

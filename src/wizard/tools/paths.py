@@ -23,12 +23,13 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from wizard.atomic import write_in
+from wizard.tools.code_names import refusal_text, runs_code
 
 # Environment-file templates hold no secrets; every other `.env*` file is closed.
 ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
@@ -95,8 +96,16 @@ class Located:
 class ProjectRoot:
     """The project's folder, and every file operation beneath it."""
 
-    def __init__(self, root: Path, read_only: Mapping[str, Path | str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        read_only: Mapping[str, Path | str] | None = None,
+        code_paths: Iterable[str] = (),
+    ) -> None:
         self.root = root.resolve()
+        # Paths that run code (`code_names`) the program's skill must write: those alone of
+        # them may be written.
+        self.code_paths = frozenset(PurePosixPath(p) for p in code_paths)
         # A preview's mounts: links in the copy to the project's own folders, read through
         # the folder wizard named (never the link's own target) and never written.
         self.mounts = {PurePosixPath(k): Path(v) for k, v in (read_only or {}).items()}
@@ -275,6 +284,8 @@ class ProjectRoot:
         if isinstance(located, Refusal):
             return located
         with located:
+            if runs_code(located.relative) and located.relative not in self.code_paths:
+                return Refusal(refusal_text(str(located.relative)))
             info = located.lstat()
             if info is not None:
                 refusal = self.refuse(raw, located, info, env=env)

@@ -12,8 +12,10 @@ allowlist, not a list of secrets:
   and the run's private folders (pi's agent folder, the host-tool bridge). In the project,
   `.env*` files (and other names of them) are closed at any depth: the agent uses
   `check_env_keys` / `set_env_values`;
-- **write**: the project (never its `.git` folders at any depth that exist when the run
-  starts, nor `.husky`) and the run's temp folder, nothing else. Package managers get
+- **write**: the project and the run's temp folder, nothing else; in the project never the
+  names that run code as the user (`code_names`: `.git` folders and gitfiles, hooks, editor
+  and agent settings, rc files, `.pth` files): those that exist, at any depth, and at the
+  root those that do not. Package managers get
   private caches in the run's temp folder (`command_env`), so nothing a command writes
   outlives the run outside the project;
 - **network**: the package registries, the hosts the program declares, and
@@ -42,6 +44,14 @@ from typing import Any
 from wizard.atomic import write_atomically
 from wizard.errors import UsageError
 from wizard.tools.paths import READ_ONLY_NOTE, ProjectRoot
+from wizard.tools.sandbox_paths import (
+    NOWHERE,
+    SYSTEM_SECRETS,
+    closed_to_writes,
+    masked_file,
+    repository_configs,
+    toolchains,
+)
 
 # Credentials in the user's home: a critical refusal in the fence when a command names one
 # (the sandbox closes the whole home folder to commands but for `HOME_READABLE`).
@@ -112,6 +122,8 @@ class SandboxPolicy:
     # Added to the output of a command that failed on a read-only file system: why (a
     # preview's copy shows the project's heavy folders read-only).
     read_only_note: str = ""
+    # Files a command reads with their credentials masked (the repositories' configs).
+    masked: tuple[str, ...] = ()
 
     def denying(self, *paths: Path | str) -> SandboxPolicy:
         """This policy, with more paths closed to reading (a run's private folders)."""
@@ -148,12 +160,20 @@ class SandboxPolicy:
     def host_spec(self) -> dict[str, Any]:
         """What pi's host needs: the runtime's settings, and the prefix of every command."""
         config = {
-            "network": {"allowedDomains": list(self.allow_hosts), "deniedDomains": []},
+            "network": {
+                "allowedDomains": [*self.allow_hosts, *([NOWHERE] if self.masked else [])],
+                "deniedDomains": [],
+            },
             "filesystem": {
                 "denyRead": list(self.deny_read),
                 "allowRead": list(self.allow_read),
                 "allowWrite": list(self.write),
                 "denyWrite": list(self.deny_write),
+            },
+            # Stand-ins are swapped back only towards `NOWHERE`, which no command reaches.
+            "credentials": {
+                "files": [masked_file(path) for path in self.masked],
+                "allowPlaintextInject": True,
             },
         }
         return {
@@ -184,6 +204,8 @@ def build_policy(
     system_temp = Path(tempfile.gettempdir()).resolve()
     shown = [str(folder) for folder in read_only]
     deny = [
+        "/",
+        *SYSTEM_SECRETS,
         str(home),
         *([str(system_temp)] if system_temp != Path("/") else []),
         *(
@@ -195,12 +217,13 @@ def build_policy(
         *(str(p) for p in private),
     ]
     readable = [str(home / p) for p in HOME_READABLE if (home / p).is_dir()]
+    readable += toolchains(environ, home, system_temp)
     return SandboxPolicy(
         project=project,
         write=(str(project), str(temp_dir)),
         deny_read=tuple(dict.fromkeys(deny)),
         allow_read=tuple(dict.fromkeys([str(project), str(temp_dir), *shown, *readable])),
-        deny_write=tuple(_closed_to_writes(project)),
+        deny_write=tuple(closed_to_writes(project)),
         allow_hosts=tuple(dict.fromkeys([*REGISTRY_HOSTS, *hosts, *filter(None, extra_hosts)])),
         command_env={
             "TMPDIR": str(temp_dir),
@@ -209,22 +232,8 @@ def build_policy(
         cap_prefix=cap_prefix,
         home=home,
         read_only_note=READ_ONLY_NOTE if shown else "",
+        masked=tuple(c for root in (str(project), *shown) for c in repository_configs(Path(root))),
     )
-
-
-def _closed_to_writes(project: Path) -> list[str]:
-    """The project's `.git` folders (its own and nested ones) and `.husky`: what runs code
-    when the user's git works in the project."""
-    # Only what exists: the runtime stands a placeholder in for a missing name, and a
-    # `.husky` the agent makes runs nothing (the hooks path is set in `.git/config`).
-    closed = [str(project / ".husky")] if (project / ".husky").exists() else []
-    for folder, folders, _ in os.walk(project):
-        if ".git" in folders:
-            closed.append(str(Path(folder, ".git")))
-        folders[:] = [f for f in folders if f not in (".git", "node_modules")]
-    if (project / ".git").is_file():  # a worktree or submodule's pointer
-        closed.append(str(project / ".git"))
-    return closed
 
 
 def sandbox_enabled(environ: Mapping[str, str], flag_off: bool) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.tools.base import HostTool, ToolResult, schema
+from wizard.tools.code_names import ROOT_NAMES
 from wizard.tools.fence import child_env
 from wizard.tools.sandbox import SandboxPolicy
 
@@ -30,8 +31,9 @@ STOP_GRACE_S = 3.0
 # Names the sandbox runtime mounts over in the project; where one is missing it leaves an
 # empty placeholder, which a killed runtime cannot remove.
 PLACEHOLDERS = (
-    ".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile",
-    ".ripgreprc", ".mcp.json", ".vscode", ".idea", ".claude/commands", ".claude/agents",
+    *ROOT_NAMES, ".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
+    ".profile", ".ripgreprc", ".mcp.json", ".vscode", ".idea", ".claude/commands",
+    ".claude/agents",
 )  # fmt: skip
 
 

@@ -83,6 +83,7 @@ class RunState:
             disallowed_tools=inputs.disallowed_tools,
             sandboxed=inputs.sandbox is not None,
             read_only=inputs.read_only,
+            code_paths=inputs.code_paths,
         )
         # Set by the first stop marker or a critical fence violation: the turn ends now.
         self.halt = asyncio.Event()

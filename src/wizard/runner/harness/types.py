@@ -150,6 +150,8 @@ class RunInputs:
     sandbox: SandboxPolicy | None = None
     # A preview's copy shows these folders of the project read-only (`ProjectRoot`).
     read_only: Mapping[str, Path] = field(default_factory=dict)
+    # Paths that run code as the user (`tools.code_names`) the program's skill must write.
+    code_paths: tuple[str, ...] = ()
     # Whether a skill's `[ABORT]` ends the run. pi always looks; the anthropic harness looks
     # only when the program declares abort cases, as the TypeScript wizard's does (in linear,
     # seed and task runs; the gateway's refusal it always looks for).

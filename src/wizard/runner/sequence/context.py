@@ -37,6 +37,7 @@ class RunSettings(TypedDict):
     spend: RunSpend | None
     sandbox: SandboxPolicy | None
     read_only: Mapping[str, Path]
+    code_paths: tuple[str, ...]
     detect_skill_aborts: bool
 
 
@@ -90,6 +91,7 @@ class RunContext:
             spend=self.spend,
             sandbox=self.sandbox,
             read_only=self.read_only,
+            code_paths=self.program.written_files,
             detect_skill_aborts=bool(self.program.abort_cases),
         )
 

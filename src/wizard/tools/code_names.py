@@ -1,0 +1,58 @@
+"""The names in a project whose content runs as the user, outside any sandbox, when the user
+does something ordinary there: commits (git hooks, husky, pre-commit, lefthook), opens an
+editor or an agent (`.vscode` tasks that run on folder open, `.claude` settings, `.mcp.json`),
+enters the folder (`.envrc`), installs (`.npmrc`, `.yarnrc.yml` with its `yarnPath`,
+`.pnpmfile.cjs`), starts Python (a `.pth` file, `sitecustomize.py`) or a shell (rc files).
+
+One list, used by both doors: the OS sandbox closes them to commands, wizard's `write` and
+`edit` refuse them (unless the program declares the path as one its skill must write), and a
+run that changed one anyway is warned of. `.gitignore` is not here: it runs nothing, and a
+setup rightly adds `.env` to it; nor is `.gitattributes`, whose filters run only what the
+repository's config (closed to commands) defines.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath, PurePosixPath
+
+# Everything beneath these folders.
+CODE_FOLDERS = (".git", ".husky", ".githooks", ".vscode", ".idea", ".devcontainer")
+# These names, at any depth.
+CODE_FILES = (
+    ".gitmodules", ".gitconfig", ".mcp.json", ".envrc", ".npmrc",
+    ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".pre-commit-config.yaml", "lefthook.yml",
+    ".lefthook.yml", "sitecustomize.py", "usercustomize.py", ".bashrc", ".bash_profile",
+    ".zshrc", ".zprofile", ".profile", ".ripgreprc",
+)  # fmt: skip
+# Paths ending in these patterns, at any depth.
+CODE_PATTERNS = ("*.pth", ".claude/settings*.json", ".claude/hooks/*")
+# Closed to commands at the project's root even where nothing is there yet (the sandbox
+# stands an empty placeholder in while a command runs, which a command's `ls` and `git
+# status` show), so a command cannot make them: those that run on the user's next ordinary
+# step with nothing to review first (a repository on `cd`, `npm`, `yarn` and `pnpm`
+# settings on the next install, Claude Code's hooks). The sandbox runtime adds its own
+# (`.vscode`, `.idea`, `.mcp.json`, `.gitmodules`, rc files). The rest of the list, if made
+# anyway, is named in the outcome.
+ROOT_NAMES = (
+    ".git", ".husky", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".envrc",
+    ".claude/settings.json", ".claude/settings.local.json",
+)  # fmt: skip
+
+
+def runs_code(relative: str | PurePath) -> bool:
+    """Whether the project path `relative` is one whose content runs as the user (its case
+    ignored, as a case-insensitive file system would)."""
+    path = PurePosixPath(str(relative).lower())
+    if any(part in CODE_FOLDERS for part in path.parts) or path.name in CODE_FILES:
+        return True
+    return any(path.match(pattern) for pattern in CODE_PATTERNS)
+
+
+def refusal_text(relative: str) -> str:
+    """Why wizard's file tools will not write `relative`."""
+    return (
+        f"{relative} runs code as the user when they commit, open the project in an editor "
+        "or agent, enter its folder, install, or start Python, outside any sandbox; wizard's "
+        "file tools never write it unless the program declares it. Tell the user what to add "
+        "there in your final message instead."
+    )

@@ -1,0 +1,17 @@
+"""The project's git config as a command sees it: its credentials masked.
+
+A CI checkout leaves its token in `.git/config` (`http.<url>.extraheader`, or in the remote's
+URL), where any command the agent runs could read it. The sandbox runtime shows every
+repository config of the project to commands with each credential replaced by a stand-in
+(its `credentials.files` masking): git still reads a valid config, with the remote and its
+host, and no token. The runtime would swap a stand-in back only on a connection it
+terminates TLS for, which wizard never configures. Git's history stays readable (a command
+needs `git log`); a secret committed there is not hidden.
+"""
+
+from __future__ import annotations
+
+_EXTRAHEADER = "".join(f"[{c.lower()}{c.upper()}]" for c in "extraheader")
+# A JavaScript pattern (the runtime's): group 1 is what is masked, a header's value after
+# `extraheader =`, or the user and password of a URL (`https://user:token@host`).
+CREDENTIAL_PATTERN = rf"((?<={_EXTRAHEADER}[ \t]*=[ \t]*)[^\n]+|(?<=://)[^\s/@]+(?=@))"

@@ -1,0 +1,88 @@
+"""What the sandbox policy names in the file system, outside the project and in it: the
+system folders and toolchains a command may read, the secrets among them it may not, the
+names in the project that run code as the user (closed to writes), and the repository
+configs whose credentials a command sees masked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wizard.tools.code_names import ROOT_NAMES, runs_code
+from wizard.tools.git_config import CREDENTIAL_PATTERN
+
+# Outside the project and the run's folders, the only folders a command may read: the system
+# and its toolchains. Everything else is closed: other users' homes, `/srv`, `/var`, `/run`
+# (sockets), `/mnt`, a CI runner's workspace, the project's sibling checkouts.
+SYSTEM_READABLE = (
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+    "/nix/store", "/snap", "/opt/hostedtoolcache", "/opt/homebrew", "/opt/local",
+)  # fmt: skip
+# Secrets in the system's folders, closed even so.
+SYSTEM_SECRETS = (
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+    "/etc/sudoers.d", "/etc/ssl/private", "/etc/security/opasswd", "/etc/ssh/ssh_host_*",
+    "/etc/credstore", "/etc/credstore.encrypted",
+)  # fmt: skip
+# Where the runtime would swap a masked credential's stand-in back (it must be an allowed
+# host): an address of the reserved 240.0.0.0/4 block, which is never routed, so no
+# connection ever carries the real value.
+NOWHERE = "240.0.0.1"
+
+
+def toolchains(environ: Mapping[str, str], home: Path, temp: Path) -> list[str]:
+    """The system's folders, and the toolchains on `PATH` outside them and the home folder
+    (`/opt/node/bin` opens `/opt/node`): what a command needs to run, read-only."""
+    found = [folder for folder in SYSTEM_READABLE if os.path.isdir(folder)]
+    for entry in environ.get("PATH", "").split(os.pathsep):
+        path = Path(entry)
+        if not path.is_absolute() or not os.path.isdir(path):  # unreadable: not a toolchain
+            continue
+        prefix = path.parent if path.name in ("bin", "sbin") else path
+        closed = any(prefix == p or p in prefix.parents for p in (home, temp, Path("/var")))
+        if not closed and prefix != Path("/"):
+            found.append(str(prefix))
+    return found
+
+
+def masked_file(path: str) -> dict[str, Any]:
+    """The runtime's masking of a repository config: each credential (a header's value, the
+    user and password in a URL) replaced by a stand-in; a config with none is left as it is.
+    The stand-in would be swapped back only towards `NOWHERE`."""
+    return {"path": path, "mode": "mask", "extract": CREDENTIAL_PATTERN,
+            "onExtractNoMatch": "warn", "maskDuplicates": True,
+            "injectHosts": [NOWHERE]}  # fmt: skip
+
+
+def repository_configs(root: Path) -> list[str]:
+    """Every repository config under `root` (or of `root`, a `.git` a preview shows): the
+    project's own, nested repositories' and its submodules' (`.git/modules`)."""
+    gits = [root] if root.name == ".git" else []
+    for folder, folders, _ in os.walk(root):
+        gits += [Path(folder, ".git")] if ".git" in folders else []
+        folders[:] = [f for f in folders if f not in (".git", "node_modules")]
+    found = []
+    for git in gits:
+        for folder, folders, files in os.walk(git):
+            found += [str(Path(folder, "config"))] if "config" in files else []
+            folders[:] = (
+                ["modules"]
+                if folder == str(git)
+                else [f for f in folders if f not in ("objects", "refs", "logs", "hooks", "info")]
+            )
+    return found
+
+
+def closed_to_writes(project: Path) -> list[str]:
+    """What runs code as the user when they work in the project (`code_names`): every such
+    name that exists, at any depth (a `.git` folder or gitfile included), and at the root
+    those that do not, so a command cannot make them. `node_modules` is not walked: what
+    changes there is journaled file by file, and named."""
+    closed = [str(project / name) for name in ROOT_NAMES if not os.path.lexists(project / name)]
+    for folder, folders, files in os.walk(project):
+        relative = Path(folder).relative_to(project)
+        closed += [str(Path(folder, n)) for n in (*folders, *files) if runs_code(relative / n)]
+        folders[:] = [f for f in folders if f != "node_modules" and not runs_code(relative / f)]
+    return closed
