@@ -139,3 +139,30 @@ def outside_temp() -> Iterator[Path]:
     assert not base.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
     yield base
     shutil.rmtree(base, ignore_errors=True)
+
+
+def _git(*args: str, cwd: Path, home: Path) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+@pytest.fixture
+def outside_world(outside_temp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """The canary world outside the system temp folder, with what a CI machine has there too:
+    a sibling checkout with its own `.env`, and the checkout's token in the project's
+    `.git/config` (`actions/checkout`'s extraheader, and one in the remote's URL)."""
+    w = build_world(outside_temp)
+    sibling = outside_temp / "sibling"
+    sibling.mkdir()
+    w.canaries["sibling"] = value = f"CANARY-sibling-{secrets.token_hex(6)}"
+    (sibling / ".env").write_text(f"KEY={value}\n")
+    w.canaries["ci-header"] = header = f"CANARY-header-{secrets.token_hex(6)}"
+    w.canaries["ci-url"] = token = f"CANARY-url-{secrets.token_hex(6)}"
+    extraheader = f"AUTHORIZATION: basic {header}"
+    _git("config", "http.https://github.com/.extraheader", extraheader, cwd=w.project, home=w.home)
+    url = f"https://x-access-token:{token}@github.com/o/r.git"
+    _git("remote", "add", "origin", url, cwd=w.project, home=w.home)
+    monkeypatch.setenv("WIZARD_GATEWAY_KEY", w.canaries["gateway-key"])
+    monkeypatch.setenv("HOME", str(w.home))
+    yield w
+    shutil.rmtree(w.other_run or "", ignore_errors=True)

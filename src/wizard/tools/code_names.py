@@ -34,7 +34,7 @@ CODE_PATTERNS = ("*.pth", ".claude/settings*.json", ".claude/hooks/*")
 # (`.vscode`, `.idea`, `.mcp.json`, `.gitmodules`, rc files). The rest of the list, if made
 # anyway, is named in the outcome.
 ROOT_NAMES = (
-    ".git", ".husky", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".envrc",
+    ".git", ".husky", ".githooks", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".envrc",
     ".claude/settings.json", ".claude/settings.local.json",
 )  # fmt: skip
 

@@ -280,12 +280,16 @@ class ProjectRoot:
         folder and is renamed over the name: a link or pipe there is refused, never written
         through. Missing folders on the way are made.
         """
+        # Judged by the name asked for before a folder is made, and by what it resolved to.
+        parts = self._relative_parts(raw)
+        if (refusal := self._code_refusal(parts)) is not None:
+            return refusal
         located = self.locate(raw, create_folders=True)
         if isinstance(located, Refusal):
             return located
         with located:
-            if runs_code(located.relative) and located.relative not in self.code_paths:
-                return Refusal(refusal_text(str(located.relative)))
+            if (refusal := self._code_refusal(list(located.relative.parts))) is not None:
+                return refusal
             info = located.lstat()
             if info is not None:
                 refusal = self.refuse(raw, located, info, env=env)
@@ -296,6 +300,16 @@ class ProjectRoot:
             mode = stat.S_IMODE(info.st_mode) if info is not None else new_mode
             write_in(located.folder, located.name, data, mode)
             return located.relative
+
+    def _code_refusal(self, parts: list[str] | Refusal) -> Refusal | None:
+        """Why a path that runs code as the user (`code_names`) may not be written, unless
+        the program's skill must write it."""
+        if isinstance(parts, Refusal) or ".." in parts:
+            return None  # the walk judges these
+        relative = PurePosixPath(*parts)
+        if parts and runs_code(relative) and relative not in self.code_paths:
+            return Refusal(refusal_text(str(relative)))
+        return None
 
     def refuse(
         self, raw: str, located: Located, info: os.stat_result, *, env: bool = False
