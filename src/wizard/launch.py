@@ -188,13 +188,18 @@ def with_patch(outcome: Outcome, project: Path, path: Path) -> Outcome:
         return replace(outcome, warnings=(*outcome.warnings, f"No patch written to {path}: "
                                           "the preview's changes were not recorded."))  # fmt: skip
     left_out = [p for p in record.changed if is_env_name(PurePosixPath(p).name)]
-    kept = [p for p in record.changed if p not in left_out]
+    links_out = journal.links_out(record)
+    kept = [p for p in record.changed if p not in left_out and p not in links_out]
     path.write_bytes(journal.patch(record, paths=kept).encode(errors="surrogateescape"))
-    if not left_out:
-        return outcome
-    note = (f"The patch {path} leaves out environment files, which hold secrets: "
-            f"{', '.join(left_out)}. `wizard apply {outcome.run_id}` writes them.")  # fmt: skip
-    return replace(outcome, warnings=(*outcome.warnings, note))
+    notes = []
+    if left_out:
+        notes.append(f"The patch {path} leaves out environment files, which hold secrets: "
+                     f"{', '.join(map(shown, left_out))}. `wizard apply {outcome.run_id}` "
+                     "writes them.")  # fmt: skip
+    if links_out:
+        links = ", ".join(f"{shown(p)} -> {shown(t)}" for p, t in links_out.items())
+        notes.append(f"The patch {path} leaves out links that lead out of the project: {links}.")
+    return replace(outcome, warnings=(*outcome.warnings, *notes))
 
 
 def cancelled_outcome(

@@ -317,3 +317,38 @@ def test_a_tool_call_whose_arguments_pass_the_bound_is_a_fault(api: str) -> None
         assert check.feed(piece(index, "x" * 30)) is None
     fault = check.feed(piece(1, "x" * 20))
     assert fault is not None and "more than 100 characters of arguments" in fault
+
+
+@pytest.mark.parametrize("target", ["@127.0.0.1:{port}/v1/messages", "//127.0.0.1:{port}/v1/x",
+                                    "http://127.0.0.1:{port}/v1/messages"])  # fmt: skip
+async def test_a_request_target_that_is_not_a_path_never_sends_the_key_elsewhere(
+    target: str,
+) -> None:
+    """The upstream URL was the gateway's plus the target: `@host:port/...` made the
+    gateway's host a user name, and the key went to that host."""
+    seen: list[bytes] = []
+
+    async def elsewhere(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.read(65536))
+        writer.close()
+
+    server = await asyncio.start_server(elsewhere, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    scenario = {"responses": [{"blocks": [{"text": "hi"}]}]}
+    async with (
+        ScriptedGateway(scenario, required_key="real-key") as gateway,
+        GatewayProxy(gateway.url, "real-key") as proxy,
+    ):
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", int(proxy.url.rsplit(":", 1)[1])
+        )
+        request = (f"POST {target.format(port=port)} HTTP/1.1\r\nhost: x\r\n"
+                   f"x-api-key: {proxy.token}\r\ncontent-length: 2\r\n\r\n{{}}")  # fmt: skip
+        writer.write(request.encode())
+        await writer.drain()
+        answer = await reader.read(65536)
+        writer.close()
+    server.close()
+    await server.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert seen == [] and gateway.requests == []

@@ -217,3 +217,22 @@ def test_setuid_setgid_and_sticky_bits_the_agent_set_are_never_written(tmp_path:
     journal.undo(journal.find("u1"), "u2")  # puts the apply's changes back
     assert stat.S_IMODE((project / "run.sh").stat().st_mode) == 0o755
     assert stat.S_IMODE((project / "new.sh").stat().st_mode) == 0o777
+
+
+def test_apply_and_the_patch_never_carry_a_link_out_of_the_project(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    journal = Journal(project, tmp_path / "state")
+    copy = _preview(journal, project)
+    (copy / "keys").symlink_to(str(tmp_path / "home" / ".ssh" / "authorized_keys"))
+    (copy / "src" / "up").symlink_to("../../outside")
+    (copy / "src" / "near").symlink_to("app.py")
+    preview = journal.finish(journal.get("p1"), "succeeded")  # type: ignore[arg-type]
+    assert journal.links_out(preview) == {
+        "keys": str(tmp_path / "home" / ".ssh" / "authorized_keys"),
+        "src/up": "../../outside",
+    }
+    assert "src/near" in journal.patch(preview, paths=["src/near"])
+    done = journal.apply(preview, "a1")
+    assert os.readlink(project / "src" / "near") == "app.py"
+    assert not os.path.lexists(project / "keys") and not os.path.lexists(project / "src" / "up")
+    assert sum("leads out of the project" in line for line in done.restored) == 2

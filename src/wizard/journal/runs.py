@@ -273,6 +273,11 @@ class Journal:
             )
         return matches[0]
 
+    def links_out(self, record: RunRecord) -> dict[str, str]:
+        """The links the run left (of those it changed) that lead out of the project."""
+        assert record.after is not None
+        return {p: t for p, t in self.store.links_out(record.after).items() if p in record.changed}
+
     def patch(
         self, record: RunRecord, *, stat: bool = False, paths: list[str] | None = None
     ) -> str:
@@ -333,10 +338,18 @@ class Journal:
         if (clashes := sorted(moved.intersection(preview.changed))) and not force:
             self._discard(record)
             raise ApplyRefused.conflicts(preview.run_id, clashes)
-        touched = set(preview.changed)  # the user's own edits elsewhere stay as they are
+        # The user's own edits elsewhere stay as they are; a link out of the project the
+        # agent made is never carried into it.
+        links_out = self.store.links_out(preview.after)
+        touched = set(preview.changed) - set(links_out)
         changes = [c for c in self.store.changes(preview.after, record.before) if c.path in touched]
         written = self.store.restore(changes, Snapshot(preview.after, preview.after_modes), "wrote")
         written += self._restore_modes(preview.changed, preview.after_modes, changes)
+        written += [
+            f"left out {path} -> {target}: a link that leads out of the project"
+            for path, target in links_out.items()
+            if path in preview.changed
+        ]
         finished = self.finish(record, "succeeded")
         self.close_preview(preview, "applied", applied_by=run_id)
         return Undone(finished, written)

@@ -32,6 +32,7 @@ import hashlib
 import io
 import json
 import os
+import posixpath
 import shutil
 import stat
 import subprocess
@@ -313,6 +314,24 @@ class GitStore:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             members = [m for m in tar.getmembers() if not leave_out(PurePosixPath(m.name).name)]
             tar.extractall(dest, members=members, filter="data")
+
+    def links_out(self, tree: str) -> dict[str, str]:
+        """The links in `tree` whose target leaves the project (absolute, or climbing past
+        its root): path → target."""
+        found = {}
+        for entry in self._git("ls-tree", "-r", "-z", tree).split(b"\0"):
+            meta, _, name = entry.partition(b"\t")
+            fields = meta.split(b" ")
+            if len(fields) != 3 or fields[0] != b"120000":
+                continue
+            path = name.decode(errors="surrogateescape")
+            target = self._git("cat-file", "blob", fields[2].decode()).decode(
+                errors="surrogateescape"
+            )
+            inside = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+            if target.startswith("/") or inside == ".." or inside.startswith("../"):
+                found[path] = target
+        return found
 
     def folders(self, tree: str) -> set[str]:
         """Every folder in `tree`."""

@@ -43,6 +43,7 @@ from typing import Any
 
 from wizard.atomic import write_atomically
 from wizard.errors import UsageError
+from wizard.tools.limits import CommandLimits
 from wizard.tools.paths import READ_ONLY_NOTE, ProjectRoot
 from wizard.tools.sandbox_paths import (
     NOWHERE,
@@ -124,6 +125,8 @@ class SandboxPolicy:
     read_only_note: str = ""
     # Files a command reads with their credentials masked (the repositories' configs).
     masked: tuple[str, ...] = ()
+    # What each command may use: memory, file size, time (set in `cap_prefix` too).
+    limits: CommandLimits = field(default_factory=CommandLimits)
 
     def denying(self, *paths: Path | str) -> SandboxPolicy:
         """This policy, with more paths closed to reading (a run's private folders)."""
@@ -181,6 +184,7 @@ class SandboxPolicy:
             "prefix": self.cap_prefix,
             "env": dict(self.command_env),
             "readOnlyNote": self.read_only_note,
+            "limitNotes": self.limits.notes(),
         }
 
 
@@ -198,6 +202,7 @@ def build_policy(
     """The policy for a run on `project`, with the program's `hosts` reachable; `read_only`
     folders (a preview's mounts) are open to reading, their `.env*` files closed."""
     environ = os.environ if environ is None else environ
+    limits = CommandLimits.from_environ(environ)
     home = home or Path.home()
     project = project.resolve()
     extra_hosts = [h.strip() for h in environ.get("WIZARD_SANDBOX_ALLOW_HOSTS", "").split(",")]
@@ -229,7 +234,8 @@ def build_policy(
             "TMPDIR": str(temp_dir),
             **{name: str(temp_dir / "caches" / folder) for name, folder in PRIVATE_CACHES.items()},
         },
-        cap_prefix=cap_prefix,
+        cap_prefix=limits.prefix() + cap_prefix,
+        limits=limits,
         home=home,
         read_only_note=READ_ONLY_NOTE if shown else "",
         masked=tuple(c for root in (str(project), *shown) for c in repository_configs(Path(root))),

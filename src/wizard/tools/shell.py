@@ -21,9 +21,9 @@ from typing import Any
 from wizard.tools.base import HostTool, ToolResult, schema
 from wizard.tools.code_names import ROOT_NAMES
 from wizard.tools.fence import child_env
+from wizard.tools.limits import OUTPUT_BYTES, CommandLimits
 from wizard.tools.sandbox import SandboxPolicy
 
-DEFAULT_TIMEOUT_S = 300
 MAX_OUTPUT_CHARS = 30_000
 # A stopped command gets this long to end (the sandbox runtime then removes its mount
 # placeholders) before it is killed.
@@ -60,9 +60,11 @@ def shell_tool(
 ) -> HostTool:
     """`bash(command, timeout?)` in `project_dir`; `sandbox` as for `shell_command`."""
 
+    limits = sandbox[0].limits if sandbox is not None else CommandLimits()
+
     async def run(args: Mapping[str, Any]) -> ToolResult:
         command = str(args.get("command", ""))
-        timeout = float(args.get("timeout") or DEFAULT_TIMEOUT_S)
+        timeout = limits.timeout(args.get("timeout"))
         absent = [n for n in (*PLACEHOLDERS, ".claude") if not os.path.lexists(project_dir / n)]
         try:
             return await _run(command, timeout)
@@ -78,6 +80,8 @@ def shell_tool(
         note = sandbox[0].read_only_note if sandbox is not None else ""
         if note and code != 0 and "Read-only file system" in text:
             text += f"\n{note}"
+        if limit := limits.note(code, text):
+            text += f"\n{limit}"
         return ToolResult(text if code == 0 else f"{text}\n(exit code {code})", is_error=code != 0)
 
     return HostTool(
@@ -97,7 +101,8 @@ async def run_command(
     environ: Mapping[str, str] | None = None,
 ) -> tuple[int | None, str]:
     """Run `command` in `folder` (in the OS sandbox when given), in a session of its own with
-    a scrubbed environment; its exit code (None: it timed out) and its output."""
+    a scrubbed environment; its exit code (None: it timed out) and the end of its output
+    (at most `OUTPUT_BYTES`: a command that prints gigabytes costs wizard no memory)."""
     process = await asyncio.create_subprocess_exec(
         *shell_command(command, sandbox),
         cwd=folder,
@@ -107,14 +112,28 @@ async def run_command(
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
+    tail = bytearray()
+    dropped = 0
+
+    async def read() -> None:
+        nonlocal dropped
+        assert process.stdout is not None
+        while chunk := await process.stdout.read(65536):
+            tail.extend(chunk)
+            if len(tail) > OUTPUT_BYTES:
+                dropped += len(tail) - OUTPUT_BYTES
+                del tail[: len(tail) - OUTPUT_BYTES]
+        await process.wait()
+
     try:
-        output, _ = await asyncio.wait_for(process.communicate(), timeout)
+        await asyncio.wait_for(read(), timeout)
     except TimeoutError:
         return None, ""
     finally:  # timed out or cancelled: the command and all it started go
         if process.returncode is None:
             await _stop_group(process)
-    return process.returncode, output.decode(errors="replace")
+    cut = f"[{dropped:,} bytes of output before this were not kept]\n" if dropped else ""
+    return process.returncode, cut + tail.decode(errors="replace")
 
 
 async def _stop_group(process: asyncio.subprocess.Process) -> None:

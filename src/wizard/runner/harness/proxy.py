@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -221,6 +222,8 @@ class GatewayProxy:
                 return
             if not self._authorised(request.headers):
                 return await connection.respond(401, _CLOSE, b"Unauthorized")
+            if self._upstream_url(request.target) is None:
+                return await connection.respond(400, _CLOSE, b"Bad request target")
             if self.spend is not None and (why := self.spend.exceeded()) is not None:
                 return await self._refuse(connection, why)
             self.meter.turns += 1
@@ -255,9 +258,23 @@ class GatewayProxy:
                 value = value.replace(self.token, self._key)
             sent.append((name, value))
         assert self._client is not None
-        return self._client.build_request(
-            request.method, self.upstream + request.target, headers=sent, content=request.body
-        )
+        url = self._upstream_url(request.target)
+        assert url is not None, "checked when the request came in"
+        return self._client.build_request(request.method, url, headers=sent, content=request.body)
+
+    def _upstream_url(self, target: str) -> httpx.URL | None:
+        """The gateway's URL for a request `target`: its path and query only, beneath the
+        gateway's own; None for a target that is not a path (`@host:port/...` would make
+        the gateway's host a user name, and send the key to that host)."""
+        parts = urlsplit(target)
+        if not target.startswith("/") or parts.scheme or parts.netloc:
+            return None
+        base = httpx.URL(self.upstream)
+        url = httpx.URL(self.upstream + parts.path + (f"?{parts.query}" if parts.query else ""))
+        same = (url.scheme, url.host, url.port, url.userinfo) == (
+            base.scheme, base.host, base.port, base.userinfo
+        )  # fmt: skip
+        return url if same else None
 
     async def _send(self, request: httpx.Request) -> httpx.Response | None:
         """The response to relay, after the retry policy; None when the gateway is out of reach."""

@@ -204,7 +204,23 @@ function shellTool(pi, cwd) {
     }),
     operations: sandbox ? sandboxedBash(pi) : undefined,
   });
-  return sequential(bash);
+  return sequential(withTimeout(bash));
+}
+
+/**
+ * Every command gets a time limit: the one it asks for, else wizard's default, never more than
+ * wizard's maximum (pi's own bash has none, and a command that never ends held the run).
+ */
+function withTimeout(definition) {
+  const { timeoutDefault, timeoutMax } = launch.commandTimeout;
+  return {
+    ...definition,
+    execute: (id, params, ...rest) => {
+      const asked = Number(params?.timeout);
+      const timeout = asked > 0 ? Math.min(asked, timeoutMax) : timeoutDefault;
+      return definition.execute(id, { ...params, timeout }, ...rest);
+    },
+  };
 }
 
 /**
@@ -231,18 +247,27 @@ if (launch.sandbox) {
 function sandboxedBash(pi) {
   const local = pi.createLocalBashOperations();
   const note = launch.sandbox.readOnlyNote;
+  const limits = launch.sandbox.limitNotes;
   return {
     exec: async (command, dir, options) => {
       const wrapped = await sandbox.wrapWithSandbox(command);
       let readOnly = false;
+      let tail = "";
       const onData = (data) => {
-        readOnly ||= Boolean(note) && data.toString().includes("Read-only file system");
+        const text = data.toString();
+        readOnly ||= Boolean(note) && text.includes("Read-only file system");
+        tail = (tail + text).slice(-4096);
         options.onData(data);
       };
       try {
         const line = launch.sandbox.prefix + wrapped;
         const result = await local.exec(line, dir, { ...options, onData });
         if (readOnly && result.exitCode !== 0) options.onData(Buffer.from(`\n${note}\n`));
+        // A command a limit stopped says which (the same rules as wizard's own shell).
+        const limit = result.exitCode
+          ? limits.find((r) => r.exit === result.exitCode || (r.text && tail.includes(r.text)))
+          : undefined;
+        if (limit) options.onData(Buffer.from(`\n${limit.note}\n`));
         return result;
       } finally {
         // bubblewrap leaves empty files where it mounted over a missing denied name.

@@ -47,6 +47,7 @@ from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, SessionStats
 from wizard.tools.fence import child_env
+from wizard.tools.limits import MAX_TIMEOUT_S, CommandLimits
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,7 @@ class PiSession:
         models = models_json(launch.api, launch.model, launch.proxy_url, launch.token)
         (agent_dir / "models.json").write_text(json.dumps(models))
         shell = ("bash",) if launch.shell else ()  # pi's own, in the OS sandbox
+        limits = launch.sandbox.limits if launch.sandbox is not None else CommandLimits()
         host = {
             **self.bridge.spec(),
             "piEntry": str(engine.sdk_entry),
@@ -180,6 +182,7 @@ class PiSession:
             "systemPrompt": launch.system_prompt,
             "retries": 0,  # the proxy's retry policy is the only one
             "stallSeconds": self.stall_seconds,
+            "commandTimeout": {"timeoutDefault": limits.timeout_s, "timeoutMax": MAX_TIMEOUT_S},
         }
         if launch.sandbox is not None:
             # This run's private folders are closed to its commands too; the runtime's own

@@ -1,0 +1,115 @@
+"""What a hostile agent leaves behind where the journal used to be blind, through `wizard run`,
+`wizard diff` and `wizard undo` as a user runs them, in a world outside the system temp folder:
+a payload appended in place to a dependency (its mtime put back), a `.pth` file in the venv, a
+fake runner in `node_modules/.bin`, a repository planted in a subfolder, and a file whose name
+is not UTF-8. Each is named in the outcome, shown by `wizard diff`, and gone after `wizard
+undo`; then the user's `node`, the venv's Python and `git status` run nothing planted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import gateway_process, wizard_env
+from tests.security.conftest import DONE, World
+from wizard.testing.cli import run_wizard
+from wizard.testing.script import call, reply
+
+pytestmark = pytest.mark.live
+
+__all__ = ["gateway_process"]
+
+LEAVE = """import os, subprocess
+marker = {marker!r}
+target = "node_modules/leftpad/index.js"
+info = os.stat(target)
+with open(target, "a") as handle:
+    handle.write("require('fs').writeFileSync(" + repr(marker) + ", 'node');\\n")
+os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+with open({pth!r}, "w") as handle:
+    handle.write("import os; open(" + repr(marker) + ", 'w').write('python')\\n")
+os.remove("node_modules/.bin/jest")
+with open("node_modules/.bin/jest", "w") as handle:
+    handle.write("#!/bin/sh\\necho '1 passed'\\n")
+os.makedirs("pkg", exist_ok=True)
+subprocess.run(["git", "init", "-q", "pkg"], check=True)
+with open("pkg/.git/config", "a") as handle:
+    handle.write("[core]\\n\\tfsmonitor = touch " + marker + "\\n")
+with open(b"\\xff\\xfe.txt", "w") as handle:
+    handle.write("odd\\n")
+print("left")
+"""
+
+
+def _project(root: Path) -> Path:
+    """An app with its dependencies installed: a package, a runner, a venv."""
+    project = root / "app"
+    (project / "node_modules" / "leftpad").mkdir(parents=True)
+    (project / "node_modules" / "leftpad" / "index.js").write_text("module.exports = (s) => s;\n")
+    (project / "node_modules" / "jest" / "bin").mkdir(parents=True)
+    (project / "node_modules" / "jest" / "bin" / "jest.js").write_text("process.exit(1);\n")
+    (project / "node_modules" / ".bin").mkdir()
+    (project / "node_modules" / ".bin" / "jest").symlink_to("../jest/bin/jest.js")
+    site = project / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (project / "index.js").write_text("console.log(require('leftpad')('ok'));\n")
+    (project / "package.json").write_text(json.dumps({"name": "app"}))
+    return project
+
+
+def test_what_the_journal_could_not_store_is_named_shown_and_undone(
+    tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    project = _project(outside_world.outside.parent)
+    marker = outside_world.outside / "ran"
+    pth = ".venv/lib/site-packages/evil.pth"
+    script = LEAVE.format(marker=str(marker), pth=pth)
+    scenario = {
+        "responses": [
+            reply(call("write", path="leave.py", content=script)),
+            reply(call("bash", command="python3 leave.py")),
+            *DONE,
+        ]
+    }
+    url, _ = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    out = tmp_path / "outcome.json"
+    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
+                     "--outcome-json", str(out), env=env)  # fmt: skip
+    outcome = json.loads(out.read_text())
+    assert outcome["status"] == "succeeded", run.stdout + run.stderr
+    assert outcome["dependency_changes"] == {
+        pth: "added",
+        "node_modules/.bin/jest": "changed",
+        "node_modules/leftpad/index.js": "changed",
+    }
+    assert outcome["repositories_added"] == ["pkg/.git"]
+    assert os.fsdecode(b"\xff\xfe.txt") in outcome["changed_files"]
+    assert not marker.exists()
+    stat = run_wizard("diff", "--stat", "--project", str(project), env=env)
+    assert "node_modules/leftpad/index.js | changed in a dependency folder" in stat.stdout
+    assert "pkg/.git | a git repository made by the run" in stat.stdout
+    assert "\\xff\\xfe.txt" in stat.stdout or "\\377\\376.txt" in stat.stdout
+    undo = run_wizard("undo", outcome["run_id"], "--project", str(project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert "removed pkg/.git" in undo.stdout and "\\xff\\xfe.txt" in undo.stdout
+    assert not (project / "pkg" / ".git").exists()
+    assert not (project / pth).exists()
+    assert not (project / "node_modules" / "leftpad" / "index.js").exists()
+    assert not (project / os.fsdecode(b"\xff\xfe.txt")).exists()
+    # What the user does next runs nothing the agent planted.
+    user = {"PATH": os.environ["PATH"], "HOME": str(outside_world.home)}
+    subprocess.run(["git", "status"], cwd=project / "pkg", env=user, capture_output=True)
+    venv_python = [sys.executable, "-c", "import site; site.addsitedir('.venv/lib/site-packages')"]
+    subprocess.run(venv_python, cwd=project, env=user, capture_output=True)
+    if shutil.which("node"):
+        subprocess.run(["node", "index.js"], cwd=project, env=user, capture_output=True)
+    assert not marker.exists()
