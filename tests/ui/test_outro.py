@@ -116,3 +116,27 @@ def test_a_preview_says_what_applying_would_change_and_how_to_apply_or_discard()
     assert "Apply:   wizard apply r1 --project /p --force" in rendered(aborted)
     nothing = replace(outcome, changed_files=())
     assert "The preview changed no files." in rendered(nothing)
+
+
+def test_what_the_journal_could_not_store_is_named_changed_in_place_first() -> None:
+    import os
+
+    odd = os.fsdecode(b"evil\xff\x1b[2J.js")
+    outcome = Outcome(
+        "succeeded", "transactional-email", run_id="r1", project="/p",
+        changed_files=("app.js",),
+        unjournaled_changes=("node_modules", "big.bin"),
+        dependency_changes={
+            "node_modules/a/new.js": "added", "node_modules/b/lib.js": "added",
+            f"node_modules/{odd}": "changed", "node_modules/c/gone.js": "removed",
+        },
+        repositories_added=("pkg/.git",),
+    )  # fmt: skip
+    text = " ".join(rendered(outcome).split())
+    assert "a git repository appeared during the run: pkg/.git" in text
+    assert "`wizard undo r1` removes it" in text
+    assert "(2 added, 1 changed, 1 removed)" in text
+    assert text.index("evil\\xff\\x1b[2J.js (changed)") < text.index("new.js (added)")
+    assert "\x1b[2J" not in rendered(outcome)  # the name cannot rewrite the terminal
+    assert "not journaled (undo leaves them): big.bin" in text
+    assert "leaves them): node_modules" not in text  # its files are listed already

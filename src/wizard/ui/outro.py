@@ -96,8 +96,13 @@ def _unjournaled(outcome: Outcome) -> list[Text]:
         ))  # fmt: skip
     if outcome.dependency_changes:
         lines.append(Text(dependency_summary(outcome.dependency_changes, undo), style="yellow"))
-    other = [p for p in outcome.unjournaled_changes if p not in outcome.dependency_changes]
-    if other and not outcome.dependency_changes:
+    listed = outcome.dependency_changes  # a folder whose files are listed is not named again
+    other = [
+        path
+        for path in outcome.unjournaled_changes
+        if not any(name == path or name.startswith(f"{path}/") for name in listed)
+    ]
+    if other:
         folders = ", ".join(shown(path) for path in other)
         lines.append(Text(f"Also changed, and not journaled (undo leaves them): {folders}"))
     return lines
