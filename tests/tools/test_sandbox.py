@@ -162,3 +162,19 @@ def test_the_fence_leaves_env_only_rules_to_the_sandbox(tmp_path: Path) -> None:
 def test_naming_a_credential_is_critical_from_the_same_list(tmp_path: Path, secret: str) -> None:
     decision = Fence(tmp_path, sandboxed=True).check("bash", {"command": f"cat ~/{secret}"})
     assert not decision.allow and decision.critical
+
+
+def test_reads_outside_the_project_are_an_allowlist_of_system_folders_and_toolchains() -> None:
+    # Outside the system temp folder, whose toolchains are never opened.
+    tmp_path = Path(tempfile.mkdtemp(dir=os.environ.get("WIZARD_HOSTILE_ROOT", "/var/tmp")))
+    checkouts, tools = tmp_path / "work", tmp_path / "opt" / "node"
+    (checkouts / "bin").mkdir(parents=True)
+    (checkouts / "app").mkdir()
+    (tools / "bin").mkdir(parents=True)
+    path = os.pathsep.join([str(checkouts / "bin"), str(tools / "bin"), "/usr/bin", "relative"])
+    policy = build_policy(checkouts / "app", tmp_path / "t", environ={"PATH": path},
+                          home=tmp_path / "home")  # fmt: skip
+    assert policy.deny_read[0] == "/" and "/etc/shadow" in policy.deny_read
+    assert str(tools) in policy.allow_read and "/usr" in policy.allow_read
+    assert str(checkouts) not in policy.allow_read  # it holds the project and its neighbours
+    shutil.rmtree(tmp_path)

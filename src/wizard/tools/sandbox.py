@@ -222,7 +222,7 @@ def build_policy(
         *(str(p) for p in private),
     ]
     readable = [str(home / p) for p in HOME_READABLE if (home / p).is_dir()]
-    readable += toolchains(environ, home, system_temp)
+    readable += toolchains(environ, home, system_temp, project)
     return SandboxPolicy(
         project=project,
         write=(str(project), str(temp_dir)),

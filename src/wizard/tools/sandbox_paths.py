@@ -32,17 +32,20 @@ SYSTEM_SECRETS = (
 NOWHERE = "240.0.0.1"
 
 
-def toolchains(environ: Mapping[str, str], home: Path, temp: Path) -> list[str]:
+def toolchains(environ: Mapping[str, str], home: Path, temp: Path, project: Path) -> list[str]:
     """The system's folders, and the toolchains on `PATH` outside them and the home folder
-    (`/opt/node/bin` opens `/opt/node`): what a command needs to run, read-only."""
+    (`/opt/node/bin` opens `/opt/node`): what a command needs to run, read-only. A `PATH`
+    folder that holds the project or the home folder opens nothing (`/work/bin` would open
+    every checkout beside the project)."""
     found = [folder for folder in SYSTEM_READABLE if os.path.isdir(folder)]
     for entry in environ.get("PATH", "").split(os.pathsep):
         path = Path(entry)
         if not path.is_absolute() or not os.path.isdir(path):  # unreadable: not a toolchain
             continue
         prefix = path.parent if path.name in ("bin", "sbin") else path
-        closed = any(prefix == p or p in prefix.parents for p in (home, temp, Path("/var")))
-        if not closed and prefix != Path("/"):
+        inside = any(prefix == p or p in prefix.parents for p in (home, temp))
+        holds = any(prefix in p.parents for p in (project, home))
+        if not inside and not holds and prefix != Path("/"):
             found.append(str(prefix))
     return found
 
