@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from wizard.atomic import write_atomically
+from wizard.journal.walk import walk
 
 # What a file in a dependency folder became during a run.
 ADDED, CHANGED, REMOVED = "added", "changed", "removed"
@@ -34,32 +35,19 @@ def fingerprint_folder(folder: Path, repos: dict[str, str], prefix: str) -> dict
     """Every file, folder and link beneath `folder` (never through a link), each with its
     metadata; a `.git` found on the way is added to `repos` (as `prefix/...`)."""
     listing: dict[str, str] = {}
-    stack = [""]
-    while stack:
-        relative = stack.pop()
-        try:
-            found = list(os.scandir(folder / relative))
-        except OSError:
-            continue
-        for item in found:
-            path = f"{relative}/{item.name}" if relative else item.name
-            try:
-                info = item.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                if item.name == ".git":
-                    repos[f"{prefix}/{path}"] = "folder"
-                listing[path] = f"d:{stat.S_IMODE(info.st_mode):o}"  # its own mtime says little
-                stack.append(path)
-            elif stat.S_ISLNK(info.st_mode):
-                with contextlib.suppress(OSError):
-                    listing[path] = "l:" + os.readlink(folder / path)
-            else:
-                listing[path] = (
-                    f"{stat.S_IFMT(info.st_mode):o}:{info.st_size}:{info.st_mtime_ns}:"
-                    f"{info.st_ctime_ns}:{info.st_ino}:{stat.S_IMODE(info.st_mode):o}"
-                )
+    for path, name, info in walk(folder, lambda _: True):
+        if stat.S_ISDIR(info.st_mode):
+            if name == ".git":
+                repos[f"{prefix}/{path}"] = "folder"
+            listing[path] = f"d:{stat.S_IMODE(info.st_mode):o}"  # its own mtime says little
+        elif stat.S_ISLNK(info.st_mode):
+            with contextlib.suppress(OSError):
+                listing[path] = "l:" + os.readlink(folder / path)
+        else:
+            listing[path] = (
+                f"{stat.S_IFMT(info.st_mode):o}:{info.st_size}:{info.st_mtime_ns}:"
+                f"{info.st_ctime_ns}:{info.st_ino}:{stat.S_IMODE(info.st_mode):o}"
+            )
     return listing
 
 

@@ -45,6 +45,7 @@ from pathlib import Path, PurePosixPath
 from wizard.atomic import symlink_atomically, write_atomically
 from wizard.errors import ConfigError
 from wizard.journal.dependencies import fingerprint_folder, save_listing
+from wizard.journal.walk import walk
 
 HEAVY_FOLDERS = frozenset(
     {
@@ -53,6 +54,8 @@ HEAVY_FOLDERS = frozenset(
         ".turbo", ".cache",
     }
 )  # fmt: skip
+# Folders the snapshot does not walk into: fingerprinted instead, or not journaled.
+_NOT_WALKED = HEAVY_FOLDERS | {".git"}
 _GIT_MODES = {"100644": 0o644, "100755": 0o755}
 # The permission bits wizard writes into a project: never setuid, setgid or sticky, which a
 # command of the agent can set on a file and an apply (or the undo of an undo) would then
@@ -191,34 +194,20 @@ class GitStore:
         """Every file and link beneath `root`, through no followed link, nothing that is not
         a file or a link. A `.git` goes into `repos`, not the tree. Heavy folders (and
         `mounts`, the folders they stand for) go into `heavy`, by their listing's digest."""
-        stack = [""]
-        while stack:
-            relative = stack.pop()
-            try:
-                found = list(os.scandir(root / relative))
-            except OSError:
-                continue
-            for item in found:
-                path = f"{relative}/{item.name}" if relative else item.name
-                try:
-                    info = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if item.name == ".git":
-                    repos[path] = _repository(root / path, info)
-                elif stat.S_ISDIR(info.st_mode):
-                    if item.name in HEAVY_FOLDERS:
-                        heavy[path] = self._fingerprint(root / path, repos, path)
-                    else:
-                        stack.append(path)
-                elif path in mounts:
-                    with contextlib.suppress(OSError):
-                        target = Path(os.path.realpath(root / path))
-                        heavy[path] = self._fingerprint(target, repos, path)
-                elif stat.S_ISLNK(info.st_mode):
-                    yield _Entry(path, "120000", info)
-                elif stat.S_ISREG(info.st_mode):
-                    yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
+        for path, name, info in walk(root, lambda name: name not in _NOT_WALKED):
+            if name == ".git":
+                repos[path] = _repository(root / path, info)
+            elif stat.S_ISDIR(info.st_mode):
+                if name in HEAVY_FOLDERS:
+                    heavy[path] = self._fingerprint(root / path, repos, path)
+            elif path in mounts:
+                with contextlib.suppress(OSError):
+                    target = Path(os.path.realpath(root / path))
+                    heavy[path] = self._fingerprint(target, repos, path)
+            elif stat.S_ISLNK(info.st_mode):
+                yield _Entry(path, "120000", info)
+            elif stat.S_ISREG(info.st_mode):
+                yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
 
     def _fingerprint(self, folder: Path, repos: dict[str, str], path: str) -> str:
         return save_listing(self.state, fingerprint_folder(folder, repos, path))

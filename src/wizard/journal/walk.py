@@ -1,0 +1,30 @@
+"""One walk of a project's tree for the journal: every entry, never through a link."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+def walk(root: Path, enter: Callable[[str], bool]) -> Iterator[tuple[str, str, os.stat_result]]:
+    """Every entry beneath `root` as (its path from `root`, its name, its own `lstat`); a
+    folder is walked into when `enter(name)` says so. What cannot be listed or looked at (it
+    went away, no permission) is passed over."""
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        try:
+            found = list(os.scandir(root / relative))
+        except OSError:
+            continue
+        for item in found:
+            path = f"{relative}/{item.name}" if relative else item.name
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            yield path, item.name, info
+            if stat.S_ISDIR(info.st_mode) and enter(item.name):
+                stack.append(path)
