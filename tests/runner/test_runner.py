@@ -63,7 +63,7 @@ async def test_a_run_that_breaks_the_app_is_unverified_never_succeeded(tmp_path:
     request, harness = _broken_run(tmp_path)
     outcome = await run_program(request, harness)
     assert (outcome.status, exit_code(outcome)) == ("unverified", 4)
-    assert outcome.reason == "changed Python files parse failed"
+    assert outcome.reason == "app.py compiles failed"
     assert outcome.outro is not None and "app.py" in (outcome.outro.body or "")
     record = Journal(tmp_path).get("broken-run")
     assert record is not None and record.status == "unverified"  # `wizard runs` says so

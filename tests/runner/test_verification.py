@@ -35,8 +35,8 @@ def test_the_checks_follow_what_changed_and_what_the_program_declares(tmp_path: 
     program = (ProgramCheck("file_exists", "report.md"), ProgramCheck("env_key", "API_KEY"))
     names = [check.name for check in checks_for(program, changed, tmp_path)]
     assert names == [
-        "report.md exists", "API_KEY is in .env", "changed Python files parse",
-        "changed JavaScript files parse", "c.json parses", "e.toml parses", "d.yaml parses",
+        "report.md exists", "API_KEY is in .env", "a.py compiles", "web/b.js parses",
+        "c.json parses", "e.toml parses", "d.yaml parses",
     ]  # fmt: skip
     python = checks_for((), changed, tmp_path)[0].command
     assert "a.py" in python and "x.py" not in python and "gone.py" not in python
@@ -134,3 +134,24 @@ async def test_a_build_the_run_broke_fails_it(tmp_path: Path) -> None:
                           tmp_path)  # fmt: skip
     (check,) = result.checks
     assert (result.status, check.status, check.before) == ("failed", "failed", "passed")
+
+
+async def test_a_file_that_was_already_broken_excuses_only_itself(tmp_path: Path) -> None:
+    """Both files changed; `a.py` was broken before the run, `b.py` is broken by it. One
+    command over both files used to fail before the run too, and excused `b.py`."""
+    _tree(tmp_path, {"a.py": "def f(:\n", "b.py": "def f(:\n"})
+    checks = checks_for((), ["a.py", "b.py"], tmp_path)
+    before = _before({"a.py": "def f(:\n", "b.py": "x = 1\n"})
+    result = await verify(checks, tmp_path, UNSANDBOXED, before, tmp_path)
+    assert result.status == "failed"
+    assert [(c.name, c.before) for c in result.failures] == [("b.py compiles", "passed")]
+
+
+@pytest.mark.parametrize(
+    "source", ["await f()\n", "def f(a, a):\n    pass\n", "return 1\n", "x = 1\nnonlocal x\n"]
+)
+async def test_python_that_parses_but_cannot_compile_fails(tmp_path: Path, source: str) -> None:
+    _tree(tmp_path, {"app.py": source})
+    result = await verify(checks_for((), ["app.py"], tmp_path), tmp_path, UNSANDBOXED,
+                          _before({"app.py": "x = 1\n"}), tmp_path)  # fmt: skip
+    assert result.status == "failed" and "SyntaxError" in result.checks[0].output_tail

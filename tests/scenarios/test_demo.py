@@ -64,7 +64,7 @@ def test_demo_scenarios(
         assert outcome["verification"]["status"] == "passed"
     elif scenario == "broken-build":  # the agent said it was done; the check says otherwise
         (check,) = [c for c in outcome["verification"]["checks"] if c["status"] == "failed"]
-        assert check["name"] == "changed Python files parse" and check["before"] == "passed"
+        assert check["name"].endswith("mailer.py compiles") and check["before"] == "passed"
         assert "SyntaxError" in check["output_tail"] and "mailer.py" in check["output_tail"]
         assert "Transactional email set up" not in proc.stderr  # never the success word
         assert [line["message"] for line in lines if line["event"] == "spinner_stopped"][-1] == (

@@ -3,7 +3,8 @@
 - **the program's own** (`ProgramConfig.checks`): a file the skill must write exists, a key
   the setup needs is in `.env` (read by name only, never its value), a command exits 0;
 - **what changed** (the journal's list, the installed skill left out): every changed Python
-  file parses, every changed JavaScript file passes `node --check`, TypeScript type-checks
+  file compiles, every changed JavaScript file passes `node --check` (each file a check of its
+  own), TypeScript type-checks
   when the project has a `tsconfig.json` and a local `typescript`, and changed JSON, TOML and
   YAML files still parse;
 - **the project's own scripts** (`--verify full`): `npm run build`, `npm test`, pytest. npm
@@ -36,10 +37,12 @@ from wizard.tools.paths import ProjectRoot, Refusal
 SCRIPT_TIMEOUT_S = 900.0  # the project's own test and build scripts (`--verify full`)
 # A file missing from the tree a check runs on (one the run added, on the tree before it)
 # has nothing to parse there.
-_PYTHON_PARSE = (
-    "import ast, os, sys\n"
-    "for f in sys.argv[1:]:\n"
-    "    if os.path.exists(f): ast.parse(open(f, 'rb').read(), f)"
+# Compiled, not only parsed: `await` outside a function, a duplicate argument or `return` at
+# module level parse, then fail on import.
+_PYTHON_COMPILE = (
+    "import os, sys\n"
+    "f = sys.argv[1]\n"
+    "if os.path.exists(f): compile(open(f, 'rb').read(), f, 'exec', dont_inherit=True)"
 )
 _DATA_PARSERS: dict[str, Callable[[bytes], object]] = {
     ".json": json.loads,
@@ -76,15 +79,16 @@ def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], p
     by_suffix: dict[str, list[str]] = {}
     for path in present:
         by_suffix.setdefault(Path(path).suffix.lower(), []).append(path)
-    if python := by_suffix.get(".py"):
+    # Each file is checked, and compared with the tree before the run, on its own: a file that
+    # was already broken excuses only itself.
+    for path in by_suffix.get(".py", []):
         # Isolated (-I): not the project's folder on sys.path, so an `ast.py` the agent left
         # there is never what runs (nor PYTHON* variables, nor the user's site).
-        command = f"python3 -I -c {shlex.quote(_PYTHON_PARSE)} {_quoted(python)}"
-        checks.append(Check("changed Python files parse", command))
-    if javascript := [p for s in (".js", ".mjs", ".cjs") for p in by_suffix.get(s, [])]:
-        quoted = [shlex.quote(path) for path in javascript]
-        command = " && ".join(f"{{ [ ! -e {p} ] || node --check {p}; }}" for p in quoted)
-        checks.append(Check("changed JavaScript files parse", command))
+        command = f"python3 -I -c {shlex.quote(_PYTHON_COMPILE)} {shlex.quote(path)}"
+        checks.append(Check(f"{path} compiles", command))
+    for path in [p for s in (".js", ".mjs", ".cjs") for p in by_suffix.get(s, [])]:
+        quoted = shlex.quote(path)
+        checks.append(Check(f"{path} parses", f"[ ! -e {quoted} ] || node --check {quoted}"))
     typescript = by_suffix.get(".ts", []) + by_suffix.get(".tsx", [])
     local_tsc = project / "node_modules" / ".bin" / "tsc"
     if typescript and (project / "tsconfig.json").is_file() and local_tsc.exists():
@@ -158,10 +162,6 @@ def _npm_scripts(project: Path) -> list[Check]:
         checks.append(Check("the project's tests pass (npm test)", "npm test --silent",
                             timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
     return checks
-
-
-def _quoted(paths: Sequence[str]) -> str:
-    return " ".join(shlex.quote(path) for path in paths)
 
 
 def _program_check(check: ProgramCheck) -> Check:
