@@ -244,3 +244,45 @@ def test_apply_and_the_patch_never_carry_a_link_out_of_the_project(tmp_path: Pat
     assert os.readlink(project / "src" / "near") == "app.py"
     assert not os.path.lexists(project / "keys") and not os.path.lexists(project / "src" / "up")
     assert sum("leads out of the project" in line for line in done.restored) == 2
+
+
+def test_a_preview_whose_run_is_going_is_never_pruned(tmp_path: Path) -> None:
+    """A preview's record is written as its run starts; with `WIZARD_PREVIEW_KEEP=0` any
+    other run (even one the lock then refused) deleted its copy while it ran."""
+    from wizard.journal.lock import project_lock
+
+    root = tmp_path / "state"
+    project = _project(tmp_path)
+    journal = Journal(project, root)
+    running = _preview(journal, project, "running")
+    with project_lock(project, "running", root=root):  # its run holds the lock
+        assert prune_previews(0, root) == []
+        assert running.exists() and journal.get("running").preview_state == "pending"  # type: ignore[union-attr]
+        # The process that holds the lock knows no run of its own is going there.
+        assert prune_previews(0, root, holding=project.resolve()) == ["running"]
+    crashed = _preview(journal, project, "crashed")  # no lock: its process is gone
+    assert prune_previews(0, root) == ["crashed"] and not crashed.exists()
+
+
+async def test_a_run_the_lock_refuses_prunes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wizard.journal.lock import ProjectLocked, project_lock
+    from wizard.programs.registry import get_program
+    from wizard.runner import RunRequest, run_program
+    from wizard.runner.gateway import GatewayFlags
+    from wizard.skills.sources import BundledSkills
+
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    project = _project(tmp_path)
+    journal = Journal(project)
+    old = _preview(journal, project, "old")
+    journal.finish(journal.get("old"), "succeeded")  # type: ignore[arg-type]
+    request = RunRequest(
+        program=get_program("transactional-email"), project_dir=project, skills=BundledSkills(),
+        sink=lambda event: None, environ={"WIZARD_PREVIEW_KEEP": "0", "WIZARD_SANDBOX": "off"},
+        gateway=GatewayFlags(url="http://127.0.0.1:9"),
+    )  # fmt: skip
+    with project_lock(project, "other"), pytest.raises(ProjectLocked):
+        await run_program(request)
+    assert old.exists(), "a refused run removed a preview"

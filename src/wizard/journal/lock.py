@@ -72,6 +72,21 @@ def project_lock(
         os.close(descriptor)  # closing drops the lock
 
 
+def is_locked(project: Path, root: Path | None = None) -> bool:
+    """Whether a run (another process, or this one) holds `project`'s lock now."""
+    try:
+        descriptor = os.open(lock_path(project, root), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
+    return False
+
+
 def _holder(descriptor: int) -> dict[str, Any]:
     os.lseek(descriptor, 0, os.SEEK_SET)
     try:

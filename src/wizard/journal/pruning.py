@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from wizard.config import state_root
+from wizard.journal.lock import is_locked
 from wizard.journal.project_copy import remove_copy
 from wizard.journal.runs import Journal
 
@@ -43,9 +44,14 @@ def prune_demo_journals(keep: int = 5, root: Path | None = None) -> list[Path]:
     return removed
 
 
-def prune_previews(max_age: float, root: Path | None = None) -> list[str]:
+def prune_previews(
+    max_age: float, root: Path | None = None, *, holding: Path | None = None
+) -> list[str]:
     """Remove the copies of previews started more than `max_age` seconds ago, of every
-    project; their records say they were discarded. The ids of the previews removed."""
+    project; their records say they were discarded. Never a preview whose run may still be
+    going: it has not ended, and its project's lock is held (but by this process, which
+    holds the lock of the project `holding`, so no run of it is going). The ids of the
+    previews removed."""
     removed = []
     now = time.time()
     for folder in ((root or state_root()) / "journal").glob("*/previews/*"):
@@ -57,6 +63,9 @@ def prune_previews(max_age: float, root: Path | None = None) -> list[str]:
             continue
         journal = Journal(project, root)
         record = journal.get(folder.name) if journal.state == folder.parent.parent else None
+        unended = record is None or record.ended_at is None
+        if unended and project != holding and is_locked(project, root):
+            continue  # its run is going: a record is written as it starts
         if record is not None and record.preview_state == "pending":
             journal.close_preview(record, "discarded")
         else:

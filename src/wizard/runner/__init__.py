@@ -149,9 +149,9 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
     project = request.project_dir.resolve()
-    prune_expired_previews(request.environ, note=lambda line: request.sink(LogLine(line)))
     # One run per project: a second one is refused here, before anything is touched.
     with project_lock(project, request.run_id, note=lambda line: request.sink(LogLine(line))):
+        prune_expired_previews(request.environ, lambda line: request.sink(LogLine(line)), project)
         journal, workspace, sandbox = _open_workspace(request, project, binding)
         request.sink(
             RunStarted(program.id, str(project), binding.harness, binding.sequence,

@@ -64,8 +64,11 @@ def as_preview(outcome: Outcome, label: str) -> Outcome:
     return replace(outcome, outro=outro, preview=True)
 
 
-def prune_expired_previews(environ: Mapping[str, str], note: Callable[[str], None]) -> None:
-    """Remove the copies of previews older than `WIZARD_PREVIEW_KEEP` days (default 7)."""
+def prune_expired_previews(
+    environ: Mapping[str, str], note: Callable[[str], None], holding: Path | None = None
+) -> None:
+    """Remove the copies of previews older than `WIZARD_PREVIEW_KEEP` days (default 7), but
+    those whose run is going; the caller holds the lock of the project `holding`."""
     days = number_setting(environ, "WIZARD_PREVIEW_KEEP", DEFAULT_KEEP_DAYS, float)
-    for run_id in prune_previews(days * 86400):
+    for run_id in prune_previews(days * 86400, holding=holding):
         note(f"removed preview {run_id}: older than {days:g} days (WIZARD_PREVIEW_KEEP)")
