@@ -171,8 +171,10 @@ class Outcome:
     # An orchestrator run's queue as it ended: id, type, label, status, attempts, error type
     # and reason, and whether a resumed run carried the task over as finished.
     tasks: tuple[Mapping[str, Any], ...] = ()
-    # `wizard resume`: the interrupted run this one carried on.
+    # `wizard resume`: the interrupted run this one carried on, and whether it planned again
+    # (that run was interrupted while its planner worked: its plan is never carried out).
     resumed_from: str | None = None
+    replanned: bool = False
     # Whether the agent's commands ran in the OS sandbox ("on") or with the fence alone.
     sandbox: str | None = None
     # What the user was warned of, such as a run without the sandbox.

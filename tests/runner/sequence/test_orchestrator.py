@@ -93,7 +93,7 @@ class Orchestrated:
             gateway=GatewaySettings(url="http://127.0.0.1:9"),
             skills=BundledSkills(),
             sink=self.recorder,
-            run_id=f"test-{tmp_path.name}",
+            run_id=f"test-{tmp_path.parent.name}-{tmp_path.name}",  # unique in the suite
             max_parallel=max_parallel,
         )
 
@@ -742,3 +742,52 @@ async def test_usage_adds_up_over_the_planner_the_tasks_and_their_retries(tmp_pa
     planner = outcome.usage.turns - sum(usage["turns"] for usage in by_task.values())
     assert planner == 2 and by_task["customers"]["turns"] == 2
     assert outcome.usage.wall_seconds > 0
+
+
+async def test_a_run_interrupted_while_it_planned_is_resumed_by_planning_again(
+    tmp_path: Path,
+) -> None:
+    """The planner had enqueued one step when SIGTERM came. The resume used to carry out
+    that one step of an unfinished plan and say "succeeded"; now it plans again."""
+    planning = [[reply(enqueue("customers", "tag-customers")), reply(text("more"), hang=True)]]
+    earlier = Orchestrated(tmp_path / "earlier", {SEED_LINE: [planning]})
+    going = asyncio.ensure_future(run_orchestrator(earlier.ctx, PiHarness(earlier.sessions)))
+    while not queue_path(earlier.ctx.run_id).exists() or "customers" not in earlier.statuses():
+        await asyncio.sleep(0.01)
+    going.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await going
+    assert json.loads(queue_path(earlier.ctx.run_id).read_text())["planned"] is False
+    resumed = Orchestrated(
+        tmp_path / "resumed",
+        {SEED_LINE: [PLAN], task("customers"): [WORKED], task("checkouts"): [WORKED],
+         task("report"): [WORKED]},
+    )  # fmt: skip
+    resumed.ctx = replace(resumed.ctx, resume_from=earlier.ctx.run_id)
+    outcome = await resumed.run()
+    assert outcome.status == "succeeded" and outcome.replanned
+    assert [(t["id"], t["carried_over"]) for t in outcome.tasks] == [
+        ("customers", False), ("checkouts", False), ("report", False)
+    ]  # fmt: skip
+    assert json.loads(queue_path(resumed.ctx.run_id).read_text())["planned"] is True
+
+
+async def test_a_resumed_planner_sees_the_steps_already_done(tmp_path: Path) -> None:
+    """A queue from before the flag, with one step done: planned again, around that step."""
+    earlier_id = "test-earlier-queue"
+    queue_path(earlier_id).parent.mkdir(parents=True, exist_ok=True)
+    done = {"id": "customers", "type": "tag-customers", "label": "Step customers",
+            "status": "done", "summary": "tagged customers", "handoff": "b.py:1"}  # fmt: skip
+    pending = {"id": "checkouts", "type": "tag-checkouts", "label": "Step checkouts",
+               "status": "pending"}  # fmt: skip
+    queue_path(earlier_id).write_text(json.dumps({"version": 1, "tasks": [done, pending]}))
+    plan_rest = [[reply(enqueue("report", "report", "customers")), reply(text("Planned."))]]
+    resumed = Orchestrated(tmp_path, {SEED_LINE: [plan_rest], task("report"): [WORKED]})
+    resumed.ctx = replace(resumed.ctx, resume_from=earlier_id)
+    outcome = await resumed.run()
+    assert outcome.status == "succeeded" and outcome.replanned
+    assert [(t["id"], t["carried_over"]) for t in outcome.tasks] == [
+        ("customers", True), ("report", False)
+    ]  # fmt: skip
+    planner_prompt = resumed.sessions.sessions[0].prompts[0]
+    assert "`customers` (tag-customers): Step customers: tagged customers" in planner_prompt

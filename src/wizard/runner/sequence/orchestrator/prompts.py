@@ -8,6 +8,7 @@ it depends on, and the program's instructions for its type.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from wizard.programs.types import Orchestration, ProgramConfig
 from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskQueue
@@ -37,8 +38,11 @@ def _skill(install: SkillInstall) -> str:
     )
 
 
-def seed_prompt(program: ProgramConfig, install: SkillInstall) -> str:
-    """The seed run's prompt: plan the work as a task graph, change nothing."""
+def seed_prompt(
+    program: ProgramConfig, install: SkillInstall, done: Sequence[QueuedTask] = ()
+) -> str:
+    """The seed run's prompt: plan the work as a task graph, change nothing (around the
+    steps `done` by an earlier run of the plan, which was interrupted while it planned)."""
     plan: Orchestration = program.orchestration
     types = "\n".join(f"- `{t.id}`: {t.description}" for t in plan.task_types)
     parts = [
@@ -54,6 +58,15 @@ def seed_prompt(program: ProgramConfig, install: SkillInstall) -> str:
         f"Task types:\n{types}",
         plan.seed_instructions,
     ]
+    if done:
+        steps = "\n".join(
+            f"- `{t.id}` ({t.type}): {t.label}: {t.summary or t.status}" for t in done
+        )
+        parts.append(
+            "An earlier run of this setup was interrupted while it planned. These steps are "
+            f"already done; do not enqueue them again, and name them in `depends_on` where a "
+            f"task needs their result:\n{steps}"
+        )
     return "\n\n".join(parts)
 
 

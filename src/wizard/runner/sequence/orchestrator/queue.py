@@ -78,17 +78,29 @@ class TaskQueue:
         self.run_id = run_id
         self._tasks: dict[str, QueuedTask] = {}
         self._on_transition = on_transition
+        # Whether the planner finished: a plan it did not finish is never carried out.
+        self.planned = False
+        self._write()
+
+    def mark_planned(self) -> None:
+        """The planner's run ended well: the queue holds its whole plan."""
+        self.planned = True
         self._write()
 
     def carry_over(self, earlier: Path) -> list[str]:
         """Take the tasks of an interrupted run's queue (its `queue.json`): those that ended
         `done` or `not needed` keep that, with their summaries and handoffs, and do not run
-        again; every other one is pending afresh (one that was running starts over). The ids
-        carried over as finished are returned."""
+        again. If its planner had finished, every other task is pending afresh (one that was
+        running starts over) and the queue is planned; if not (or the queue predates the
+        flag), only the finished ones are taken, and the plan is the planner's to finish. The
+        ids carried over as finished are returned."""
         data = json.loads(earlier.read_text())
+        self.planned = data.get("planned") is True
         finished = []
         for raw in data.get("tasks", []):
             done = raw.get("status") in ("done", "not needed")
+            if not done and not self.planned:
+                continue
             task = QueuedTask(
                 id=str(raw["id"]), type=str(raw["type"]), label=str(raw["label"]),
                 status=raw["status"] if done else "pending",
@@ -229,6 +241,7 @@ class TaskQueue:
         return task
 
     def _write(self) -> None:
-        data = {"version": 1, "run_id": self.run_id, "tasks": [asdict(t) for t in self.tasks()]}
+        data = {"version": 1, "run_id": self.run_id, "planned": self.planned,
+                "tasks": [asdict(t) for t in self.tasks()]}  # fmt: skip
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self.path, json.dumps(data, indent=2).encode() + b"\n", 0o600)

@@ -58,6 +58,8 @@ class _Orchestrator:
     retried: int = 0
     # The tasks a resumed run carried over as finished (they do not run again).
     carried: list[str] = field(default_factory=list)
+    # Whether a resumed run planned again (its first was interrupted while it planned).
+    replanned: bool = False
     queue: TaskQueue = field(init=False)
     # What the planner's and the tasks' runs used, in all and by task id (a retried task
     # adds up its attempts).
@@ -133,7 +135,7 @@ class _Orchestrator:
             None,
             await self.harness.run_task(
                 self.inputs(
-                    seed_prompt(self.ctx.program, self.install),
+                    seed_prompt(self.ctx.program, self.install, self.queue.tasks()),
                     enqueue,
                     allowed=self.ctx.program.allowed_tools,
                     disallowed=_PLANNER_READS_ONLY,
@@ -216,11 +218,14 @@ async def _plan_and_drain(run: _Orchestrator) -> Outcome:
     ctx = run.ctx
     if ctx.resume_from is not None:  # `wizard resume`: the interrupted run's plan, carried on
         run.carried = run.queue.carry_over(queue_path(ctx.resume_from))
-        run.emit("orchestrator resumed", resumed_from=ctx.resume_from, carried=len(run.carried))
-    else:
+        run.replanned = not run.queue.planned
+        run.emit("orchestrator resumed", resumed_from=ctx.resume_from, carried=len(run.carried),
+                 replanned=run.replanned)  # fmt: skip
+    if not run.queue.planned:  # a new run, or one interrupted while it planned: plan (again)
         seed = await run.plan()
         if not seed.ok:
             return _stopped(run, seed, None)
+        run.queue.mark_planned()
     tasks = run.queue.tasks()
     if not tasks:
         return _unplanned(ctx)
@@ -312,7 +317,8 @@ def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
     )
     wall = round(time.monotonic() - run.started, 3)  # the run's, not its tasks' summed
     usage = replace(run.usage, wall_seconds=wall)
-    return replace(outcome, tasks=tasks, resumed_from=run.ctx.resume_from, usage=usage)
+    return replace(outcome, tasks=tasks, resumed_from=run.ctx.resume_from,
+                   replanned=run.replanned, usage=usage)  # fmt: skip
 
 
 def saved_tasks(run_id: str) -> tuple[dict[str, Any], ...]:
