@@ -791,3 +791,45 @@ async def test_a_resumed_planner_sees_the_steps_already_done(tmp_path: Path) -> 
     ]  # fmt: skip
     planner_prompt = resumed.sessions.sessions[0].prompts[0]
     assert "`customers` (tag-customers): Step customers: tagged customers" in planner_prompt
+
+
+class _Paced(FakePiSession):
+    """A fake engine that waits `before` seconds before it answers, and `to_stop` seconds
+    before it stops when aborted (a slow engine)."""
+
+    def __init__(self, scripts: dict[str, tuple[list[Turn], float, float]]) -> None:
+        super().__init__([])
+        self._scripts, self.before, self.to_stop = scripts, 0.0, 0.0
+
+    async def prompt(self, text: str) -> Any:
+        if not self.prompts:
+            match = next(m for m in self._scripts if m in text)
+            self.turns, self.before, self.to_stop = self._scripts[match]
+        await asyncio.sleep(self.before)
+        return await super().prompt(text)
+
+    async def abort(self) -> None:
+        await asyncio.sleep(self.to_stop)
+        await super().abort()
+
+
+async def test_of_tasks_that_stop_together_the_first_latched_decides_even_if_slower_to_stop(
+    tmp_path: Path,
+) -> None:
+    """`customers` latches its marker 40 ms before `checkouts`, but its engine takes 300 ms to
+    stop, so `checkouts`' run returns first. Its run, cancelled while stopping, used to raise:
+    `checkouts`' reason won 30 of 30 runs and `customers` lost its own."""
+    for attempt in range(8):
+        scripts = {
+            SEED_LINE: (PLAN, 0.0, 0.0),
+            task("customers"): ([[reply(text("[ABORT] no customers here\n"))]], 0.0, 0.3),
+            task("checkouts"): ([[reply(text("[ABORT] no checkouts here\n"))]], 0.04, 0.0),
+        }
+        run = Orchestrated(tmp_path / str(attempt), {})
+        harness = PiHarness(session_factory=lambda launch, s=scripts: _Paced(s)(launch))
+        outcome = await run_orchestrator(run.ctx, harness)
+        assert outcome.status == "aborted"
+        assert outcome.reason is not None and "no customers here" in outcome.reason
+        queue = run.queue()  # every stopped task keeps its own reason
+        assert queue["customers"]["error"] == {"type": "aborted", "message": "no customers here"}
+        assert queue["checkouts"]["error"] == {"type": "aborted", "message": "no checkouts here"}

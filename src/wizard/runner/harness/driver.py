@@ -105,6 +105,13 @@ async def drive(
                 await _close(session)
     except EngineError as exc:
         result = endings.interrupted(run) or endings.engine_failed(run, str(exc))
+    except asyncio.CancelledError:
+        # Cancelled from outside (the orchestrator ending the run because another task
+        # stopped) after this run's own marker or violation had latched: its ending is that
+        # stop, with its own reason and time, so the first latched decides.
+        if (latched := endings.interrupted(run)) is None:
+            raise
+        result = latched
     usage = proxy.meter.usage(
         inputs.model,
         inputs.prices,
