@@ -87,3 +87,21 @@ async def test_a_spent_budget_ends_a_live_run_at_its_next_request(
     assert words in (result.message or "")
     assert len(gateway.requests) == 1  # the request after the budget never reached it
     assert result.usage is not None and result.usage.model_requests == 1
+    assert result.usage.turns == 1  # the refused request's error is no turn, as for the budget
+
+
+@pytest.mark.parametrize("text", ["1.2.3m", "10x", "m", "1m 30s", "0", "-5"])
+def test_a_duration_that_is_not_one_is_a_usage_error(text: str) -> None:
+    from wizard.errors import UsageError
+    from wizard.runner.harness.usage import duration_seconds
+
+    with pytest.raises(UsageError, match="is not a duration"):
+        duration_seconds(text)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("10m", 600), ("1.5h", 5400),
+                                               ("1h30m", 5400), (" 2M ", 120)])  # fmt: skip
+def test_durations_in_seconds_minutes_and_hours(text: str, seconds: float) -> None:
+    from wizard.runner.harness.usage import duration_seconds
+
+    assert duration_seconds(text) == seconds

@@ -51,3 +51,16 @@ def test_another_process_holding_it_is_seen_and_a_dead_ones_lock_is_taken_over(
     assert notes == [
         f"took over the lock of run other-run (pid {process.pid}), whose process is gone"
     ]
+
+
+def test_resuming_a_project_another_run_works_on_names_that_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said "No interrupted orchestrator run" instead."""
+    from wizard.runner.resume import resumable_run
+
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    project = tmp_path / "p"
+    project.mkdir()
+    with project_lock(project, "busy-run"), pytest.raises(ProjectLocked, match="busy-run"):
+        resumable_run(project, None)

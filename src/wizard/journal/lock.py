@@ -74,17 +74,23 @@ def project_lock(
 
 def is_locked(project: Path, root: Path | None = None) -> bool:
     """Whether a run (another process, or this one) holds `project`'s lock now."""
+    return lock_holder(project, root) is not None
+
+
+def lock_holder(project: Path, root: Path | None = None) -> dict[str, Any] | None:
+    """Who holds `project`'s lock now (its run id and pid), or None when no run does."""
     try:
         descriptor = os.open(lock_path(project, root), os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return False
+        return None
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder(descriptor)
+        return None
     finally:
         os.close(descriptor)
-    return False
 
 
 def _holder(descriptor: int) -> dict[str, Any]:

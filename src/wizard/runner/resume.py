@@ -14,6 +14,7 @@ from pathlib import Path
 
 from wizard.errors import UsageError
 from wizard.journal import Journal, RunRecord
+from wizard.journal.lock import ProjectLocked, lock_holder
 from wizard.outcome import AgentErrorType
 from wizard.runner.sequence.orchestrator.sequence import queue_path
 
@@ -39,7 +40,9 @@ def resumable(record: RunRecord) -> bool:
 
 def resumable_run(project: Path, run_id: str | None) -> RunRecord:
     """The run to resume (`run_id`, or the latest resumable one); a `UsageError` naming why
-    not, and what to do, otherwise."""
+    not, and what to do, otherwise (another run working on the project: that run)."""
+    if (holder := lock_holder(project)) is not None:
+        raise ProjectLocked(project.resolve(), holder)
     journal = Journal(project)
     if run_id is None:
         found = next((r for r in journal.records() if r.after is not None and resumable(r)), None)

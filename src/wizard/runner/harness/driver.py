@@ -115,7 +115,9 @@ async def drive(
     usage = proxy.meter.usage(
         inputs.model,
         inputs.prices,
-        turns=run.output.assistant_turns,
+        # The engine's error for a request refused once the budget was spent is no turn (the
+        # turn budget does not count it either).
+        turns=max(0, run.output.assistant_turns - proxy.meter.refused),
         tool_seconds=round(watchdog.tool_seconds, 3),
         wall_seconds=round(time.monotonic() - run.started, 3),
     )

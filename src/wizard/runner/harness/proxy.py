@@ -307,6 +307,7 @@ class GatewayProxy:
         """The run's budget is spent: the engine's next request is answered with an error it
         does not retry, and the run ends on it."""
         self.over_budget = self.over_budget or why
+        self.meter.refused += 1
         message = f"wizard: {why}"
         payload = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
         headers = [("content-type", "application/json"), *_CLOSE]

@@ -12,6 +12,7 @@ neither has no cost (None), never a guessed one.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ class UsageMeter:
     def __init__(self) -> None:
         self.requests = 0  # sent to the gateway, retries included
         self.turns = 0  # model requests the engine made (its turns), each counted once
+        self.refused = 0  # requests refused once the budget was spent: no turn
         self.retries = 0
         self.input_tokens = 0
         self.output_tokens = 0
@@ -211,21 +213,18 @@ def _number(environ: Mapping[str, str], name: str, kind: type[int] | type[float]
 
 
 _UNITS = {"h": 3600, "m": 60, "s": 1}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
 
 
 def duration_seconds(text: str, name: str = "--max-time") -> float:
-    """Seconds in a duration such as `90`, `90s`, `10m` or `1h30m`; a `UsageError` if not."""
-    total, number = 0.0, ""
-    for char in text.strip().lower():
-        if char.isdigit() or char == ".":
-            number += char
-        elif char in _UNITS and number:
-            total, number = total + float(number) * _UNITS[char], ""
-        else:
-            number = "x"
-            break
-    if number and number != "x":
-        total += float(number)
-    if number == "x" or total <= 0:
+    """Seconds in a duration such as `90`, `90s`, `10m`, `1.5h` or `1h30m`; a `UsageError` if
+    not (`1.2.3m`, `10x`, `m`, a unit missing before the last part)."""
+    spoken = text.strip().lower()
+    parts = list(_DURATION_PART.finditer(spoken))
+    whole = "".join(part.group(0) for part in parts) == spoken
+    if not parts or not whole or any(not part.group(2) for part in parts[:-1]):
+        raise UsageError(f"{name} {text!r} is not a duration.", "Give it as 90s, 10m or 1h30m.")
+    total = sum(float(part.group(1)) * _UNITS[part.group(2) or "s"] for part in parts)
+    if total <= 0:
         raise UsageError(f"{name} {text!r} is not a duration.", "Give it as 90s, 10m or 1h30m.")
     return total
