@@ -93,3 +93,13 @@ def test_streamed_scanning_agrees_with_scanning_the_whole_block(
     assert (got is None) == (expected is None)
     if got is not None and expected is not None:
         assert (got.reason, got.source) == (expected.reason, expected.source)
+
+
+def test_a_latch_whose_task_has_reported_ignores_markers() -> None:
+    """A task that reported is over: what it says afterwards is not read for markers."""
+    reported = False
+    latch = StopLatch(until=lambda: reported)
+    assert latch.armed
+    reported = True
+    assert not latch.armed
+    assert latch.offer("[ABORT] after the report") is None and not latch.fired.is_set()

@@ -34,13 +34,19 @@ def test_openai_usage_chunks_count_cached_tokens_apart() -> None:
     assert usage.cost_usd is None  # a model without a known price has no cost, not a guess
 
 
-def test_model_time_is_time_with_a_request_in_flight_not_their_sum() -> None:
+def test_model_time_is_time_with_a_request_in_flight_not_their_sum(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two requests overlap (the first from 10 s to 13 s, the second from 11 s to 14 s), then
+    one runs from 20 s to 21 s: 5 s with a request in flight, not 3 + 3 + 1."""
+    now = [0.0]
+    monkeypatch.setattr("wizard.runner.harness.usage.time.monotonic", lambda: now[0])
     meter = UsageMeter()
-    meter.started()
-    meter.started()  # two at once: the time counts once
-    meter.ended()
-    meter.ended()
-    assert meter.model_seconds >= 0 and meter._in_flight == 0
+    for at, step in [(10, meter.started), (11, meter.started), (13, meter.ended),
+                     (14, meter.ended), (20, meter.started), (21, meter.ended)]:  # fmt: skip
+        now[0] = at
+        step()
+    assert meter.model_seconds == 5.0
 
 
 def test_the_config_file_prices_override_and_extend_the_table() -> None:
@@ -73,3 +79,15 @@ def test_the_config_files_prices_reach_the_table(tmp_path: pytest.TempPathFactor
     config.write_text('[prices]\n"my-model" = [1.0, 5.0, 0.1, 1.25]\n')
     table = price_table(with_config({"WIZARD_CONFIG": str(config)}))
     assert table["my-model"] == (1.0, 5.0, 0.1, 1.25)
+
+
+def test_a_cost_budget_is_spent_when_the_cost_reaches_it() -> None:
+    from wizard.runner.harness.usage import Budget, RunSpend
+
+    prices = {"m": (3.0, 15.0, 0.3, 3.75)}
+    spend = RunSpend(Budget(max_cost=3.0), "m", prices)
+    meter = spend.meter()
+    meter.input_tokens = 999_999
+    assert spend.exceeded() is None
+    meter.input_tokens = 1_000_000  # exactly $3.00
+    assert spend.exceeded() == "the cost budget ($3) is spent: $3.0000"

@@ -155,3 +155,53 @@ async def test_python_that_parses_but_cannot_compile_fails(tmp_path: Path, sourc
     result = await verify(checks_for((), ["app.py"], tmp_path), tmp_path, UNSANDBOXED,
                           _before({"app.py": "x = 1\n"}), tmp_path)  # fmt: skip
     assert result.status == "failed" and "SyntaxError" in result.checks[0].output_tail
+
+
+async def test_a_program_check_that_fails_is_never_run_on_the_tree_before(tmp_path: Path) -> None:
+    """A program's checks are of what its run must leave: before the run they fail, and that
+    must never excuse them. Only a compared check's failure sends wizard to that tree."""
+    exported: list[Path] = []
+
+    def before(folder: Path) -> None:
+        exported.append(folder)
+        _tree(folder, {"app.py": "x = 1\n"})
+
+    program = (ProgramCheck("file_exists", "report.md"), ProgramCheck("command", "exit 3"))
+    result = await verify(checks_for(program, [], tmp_path), tmp_path, UNSANDBOXED, before,
+                          tmp_path)  # fmt: skip
+    assert exported == []  # nothing compared failed: the tree before was not even written
+    assert [(c.status, c.before) for c in result.checks] == [("failed", None), ("failed", None)]
+    _tree(tmp_path, {"app.py": "if:\n"})  # now a compared check fails too
+    result = await verify(checks_for(program, ["app.py"], tmp_path), tmp_path, UNSANDBOXED,
+                          before, tmp_path)  # fmt: skip
+    assert len(exported) == 1
+    assert [(c.name, c.before) for c in result.failures] == [
+        ("report.md exists", None), ("exit 3", None), ("app.py compiles", "passed")
+    ]  # fmt: skip
+
+
+async def test_only_a_run_that_would_succeed_is_verified(tmp_path: Path) -> None:
+    """An aborted run stays aborted (exit 3): checking it would make it 'unverified'."""
+    from wizard.events import EventRecorder
+    from wizard.outcome import Outcome
+    from wizard.programs import get_program
+    from wizard.runner.harness.types import GatewaySettings
+    from wizard.runner.journaling import RunJournal
+    from wizard.runner.sequence.context import RunContext
+    from wizard.runner.switchboard import Binding
+    from wizard.runner.verification import verified
+    from wizard.skills.sources import BundledSkills
+
+    program = get_program("self-driving")  # its check (a file its skill writes) would fail
+    recorder = EventRecorder()
+    context = RunContext(
+        program=program, project_dir=tmp_path, binding=Binding("linear", "pi", "m"),
+        gateway=GatewaySettings(url="http://127.0.0.1:9"), skills=BundledSkills(),
+        sink=recorder, run_id="r1",
+    )  # fmt: skip
+    for status in ("aborted", "failed", "cancelled"):
+        outcome = Outcome(status, program.id)  # type: ignore[arg-type]
+        assert await verified(outcome, context, RunJournal(recorder), None, False) is outcome
+    checked = await verified(Outcome("succeeded", program.id), context, RunJournal(recorder),
+                             None, False)  # fmt: skip
+    assert checked.status == "unverified"

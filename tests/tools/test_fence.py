@@ -294,3 +294,21 @@ def test_a_symlink_loop_is_called_a_loop(tmp_path: Path) -> None:
     decision = Fence(tmp_path).check("read", {"path": "a"})
     assert not decision.allow and not decision.critical
     assert decision.reason == "a is a symlink loop: it leads back to itself and names no file."
+
+
+def test_a_write_that_throws_away_most_of_a_file_is_refused_at_the_guards_edges(
+    tmp_path: Path,
+) -> None:
+    """The guard holds from a file of exactly `SHRINK_GUARD_MIN_CHARS` non-blank characters,
+    and lets through a write that keeps exactly the share it allows."""
+    from wizard.tools.fence import SHRINK_GUARD_LOSS, SHRINK_GUARD_MIN_CHARS
+
+    fence = Fence(tmp_path)
+    (tmp_path / "edge.txt").write_text("x" * SHRINK_GUARD_MIN_CHARS)
+    assert not fence.check("write", {"path": "edge.txt", "content": "y"}).allow
+    (tmp_path / "small.txt").write_text("x" * (SHRINK_GUARD_MIN_CHARS - 1))
+    assert fence.check("write", {"path": "small.txt", "content": "y"}).allow
+    (tmp_path / "big.txt").write_text("x" * 1000)
+    kept = round(1000 * (1 - SHRINK_GUARD_LOSS))
+    assert fence.check("write", {"path": "big.txt", "content": "y" * kept}).allow
+    assert not fence.check("write", {"path": "big.txt", "content": "y" * (kept - 1)}).allow

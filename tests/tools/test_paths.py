@@ -238,3 +238,16 @@ def test_a_previews_mount_is_read_through_the_folder_wizard_named_and_never_writ
     assert root.read_bytes("node_modules/pkg/index.js") == b"module.exports = 1\n"
     # Without the mount, the same link is one that leads outside, refused.
     assert isinstance(ProjectRoot(copy).read_bytes("node_modules/index.js"), Refusal)
+
+
+def test_a_file_over_the_read_limit_is_refused_with_the_way_to_read_it(tree):
+    from wizard.tools.paths import MAX_READ_BYTES
+
+    root, project, _ = tree
+    with (project / "huge.log").open("wb") as handle:
+        handle.truncate(MAX_READ_BYTES + 1)  # sparse: no disk
+    ok, text = read(root, "huge.log")
+    assert not ok and "more than the" in text and "head, sed -n" in text
+    (project / "edge.log").write_bytes(b"x" * 10)
+    assert root.read_bytes("edge.log", max_bytes=10) == b"x" * 10
+    assert isinstance(root.read_bytes("edge.log", max_bytes=9), Refusal)

@@ -38,3 +38,18 @@ async def test_a_host_tool_does_not_run_once_the_run_is_ending(tmp_path: Path) -
     answer = await _bridge(tmp_path, True, ran).handle(call)
     assert answer["isError"] and "the run is ending" in answer["text"]
     assert ran == ["ran"]  # only the call made before the run was ending
+
+
+async def test_a_host_tool_that_raises_is_a_tool_error_and_is_logged(
+    tmp_path: Path, caplog: Any
+) -> None:
+    """A tool bug goes back to the model, and into the run's log with its traceback."""
+
+    async def handler(args: Mapping[str, Any]) -> ToolResult:
+        raise RuntimeError("tool bug")
+
+    gate = ToolGate([HostTool("note", "Take a note.", schema({}), handler)], Fence(tmp_path))
+    with caplog.at_level("ERROR", logger="wizard.runner.harness.gate"):
+        result = await gate.call("note", {})
+    assert result.is_error and "note failed: tool bug" in result.text
+    assert [r.exc_info is not None for r in caplog.records if "note" in r.getMessage()] == [True]

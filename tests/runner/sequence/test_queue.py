@@ -129,3 +129,19 @@ def test_an_aborted_task_is_never_retryable(tmp_path: Path) -> None:
         "a", "a", "A", status="failed", attempts=1, error=TaskError("aborted", "x")
     ).retryable
     assert not QueuedTask("a", "a", "A", status="failed", attempts=2).retryable
+
+
+def test_a_carried_over_queue_keeps_what_finished_and_runs_the_rest_again(
+    tmp_path: Path,
+) -> None:
+    earlier = tmp_path / "earlier.json"
+    tasks = [
+        {"id": "a", "type": "t", "label": "A", "status": "not needed", "summary": "nothing"},
+        {"id": "b", "type": "t", "label": "B", "status": "done", "summary": "did b"},
+        {"id": "c", "type": "t", "label": "C", "status": "running", "attempts": 1},
+    ]
+    earlier.write_text(json.dumps({"version": 1, "planned": True, "tasks": tasks}))
+    q = queue(tmp_path)
+    assert q.carry_over(earlier) == ["a", "b"] and q.planned
+    assert on_disk(q) == {"a": "not needed", "b": "done", "c": "pending"}
+    assert q.get("c").attempts == 0 and q.get("a").summary == "nothing"
