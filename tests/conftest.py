@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
@@ -16,6 +17,10 @@ import pytest
 from wizard.engines.bundle import engines_dir
 from wizard.processes import become_subreaper
 
+# Started as a background job, the test process inherits SIGINT ignored, and so would every
+# process it starts (an ignored signal survives exec): a Ctrl-C test could then never pass.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 # Pin the engine directory before any test moves HOME, so the pi installed by
 # `wizard engines install pi` is the one every test uses (no reinstall per fake HOME).
 os.environ.setdefault("WIZARD_ENGINES_DIR", str(engines_dir()))

@@ -336,8 +336,10 @@ def test_doctor_names_the_node_version_probes_the_gateway_and_does_not_fail_a_fi
     [
         (["--max-parallel", "0"], "--max-parallel: must be 1 or more, not 0"),
         (["--bogus"], "Unknown option --bogus."),
+        (["--max-cost", "0"], "--max-cost: must be above 0, not 0"),
+        (["--max-cost", "-1"], "--max-cost: must be above 0, not -1"),
     ],
-    ids=["a-bad-value", "an-unknown-option"],
+    ids=["a-bad-value", "an-unknown-option", "a-cost-budget-of-0", "a-negative-cost-budget"],
 )
 def test_an_option_click_refuses_still_writes_the_usage_error_outcome(
     tmp_path: Path, args: list[str], reason: str
@@ -408,3 +410,27 @@ def test_wizard_skill_takes_the_preview_flag_too(tmp_path: Path) -> None:
             "http://127.0.0.1:9", "--preview", "--no-sandbox"]  # fmt: skip
     result = runner.invoke(app, argv)
     assert result.exit_code == 2 and "A preview needs the OS sandbox" in result.output
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, "abort"])
+def test_ctrl_c_before_a_run_begins_is_the_cancelled_screen_never_a_traceback(
+    raised: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Typer now vendors Click without `Abort`: `main()`'s `except (click.Abort, ...)` raised
+    an AttributeError of its own for any exception, so Ctrl-C before the run began ended in
+    a second traceback."""
+    import typer
+
+    import wizard.cli
+
+    def interrupted(**_: object) -> None:
+        if raised is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        raise typer.Abort() from KeyboardInterrupt()
+
+    monkeypatch.setattr(wizard.cli, "app", interrupted)
+    monkeypatch.setattr("sys.argv", ["wizard", "run", "transactional-email"])
+    with pytest.raises(SystemExit) as ended:
+        wizard.cli.main()
+    assert ended.value.code == 130
+    assert "Traceback" not in capsys.readouterr().err

@@ -458,7 +458,7 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         raise SystemExit(exc.exit_code) from None
-    except (click.Abort, KeyboardInterrupt) as exc:
+    except (typer.Abort, KeyboardInterrupt) as exc:  # Typer's own: newer ones vendor Click
         if isinstance(exc, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
             raise SystemExit(cancelled_early(sys.argv[1:])) from None
         typer.echo("Aborted.", err=True)

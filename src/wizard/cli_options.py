@@ -27,6 +27,12 @@ def _at_least_one(value: int | None) -> int | None:
     return value
 
 
+def _above_zero(value: float | None) -> float | None:
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be above 0, not {value:g}")
+    return value
+
+
 MaxParallel = Annotated[
     int | None,
     typer.Option(
@@ -81,7 +87,8 @@ MaxTurns = Annotated[
 ]  # fmt: skip
 MaxCost = Annotated[
     float | None,
-    typer.Option("--max-cost", help="End the run once it has cost this many USD (needs the "
+    typer.Option("--max-cost", callback=_above_zero,
+                 help="End the run once it has cost this many USD (needs the "
                  "model's price).  [env var: WIZARD_MAX_COST]"),
 ]  # fmt: skip
 MaxTime = Annotated[

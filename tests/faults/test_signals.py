@@ -22,7 +22,9 @@ from tests.scenarios.conftest import pi_processes_in, wizard_env
 
 pytestmark = pytest.mark.live
 
-STREAMING = {"blocks": [{"text": "thinking out loud " * 3000}], "chunk_chars": 8, "delay_ms": 20}
+# Its status line tells the test the reply is streaming (the run log records it).
+STREAMING = {"blocks": [{"text": "[STATUS] Streaming now\n" + "thinking out loud " * 3000}],
+             "chunk_chars": 8, "delay_ms": 20}  # fmt: skip
 SLEEPER = "import time\ntime.sleep(300)\n"
 BASH = {"blocks": [{"tool_call": {"name": "bash", "arguments": {"command": "python3 sleeper.py"}}}]}
 ENDS_WITHIN_S = 60
@@ -73,14 +75,14 @@ class Run:
             time.sleep(0.05)
 
     def pi(self) -> int:
-        """pi's pid, once pi is ready and the first model request is under way."""
-        self.wait_until(self._engine_ready, "pi ready")
-        time.sleep(0.5)  # the prompt goes out at once; the reply streams for minutes
+        """pi's pid, once pi is ready."""
+        self.wait_until(lambda: self.logged("the pi engine is ready"), "pi ready")
         return pi_processes_in(self.project)[0]
 
-    def _engine_ready(self) -> bool:
+    def logged(self, text: str) -> bool:
+        """Whether the run's log holds `text` yet."""
         logs = list(self.logs.glob("*.jsonl"))
-        return bool(logs) and "the pi engine is ready" in logs[0].read_text()
+        return bool(logs) and text in logs[0].read_text()
 
     def finish(self) -> tuple[int, dict[str, Any]]:
         try:
@@ -103,6 +105,8 @@ def _started(tmp_path: Path, gateway_process: Any, during: str) -> tuple[Run, in
     pi = run.pi()
     if during == "bash":
         run.wait_until(lambda: bool(_commands_in(run.project)), "the command start")
+    else:
+        run.wait_until(lambda: run.logged("Streaming now"), "the reply streaming")
     return run, pi
 
 

@@ -14,8 +14,10 @@ import pty
 import random
 import select
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,11 +26,15 @@ from tests.scenarios.conftest import wizard_env
 
 pytestmark = pytest.mark.live
 
-# Moments after the start, seeded: spread over the whole run (the demo takes about 2 s here:
-# start-up, the sandbox probe, pi starting, the model streaming, tools, the journal).
-# More trials for a stress run: WIZARD_CTRL_C_TRIALS=40.
+# Moments after the start, seeded: one in each of TRIALS equal slices of the whole run (the
+# demo takes about 2 s here: start-up, the sandbox probe, pi starting, the model streaming,
+# tools, the journal), so they are distinct and cover it. More for a stress run:
+# WIZARD_CTRL_C_TRIALS=40.
 TRIALS = int(os.environ.get("WIZARD_CTRL_C_TRIALS", "12"))
-MOMENTS = sorted(random.Random(20261130).uniform(0.05, 1.9) for _ in range(TRIALS))
+_RANDOM = random.Random(20261130)
+MOMENTS = [0.05 + 1.85 * (i + _RANDOM.random()) / TRIALS for i in range(TRIALS)]
+# And a few beside a busy loop on every core, where each stage takes longer.
+UNDER_LOAD = [0.05 + 2.5 * (i + _RANDOM.random()) / 4 for i in range(4)]
 
 
 def _demo_on_a_pty(env: dict[str, str], interrupt_after: float) -> tuple[int, str]:
@@ -59,7 +65,29 @@ def _demo_on_a_pty(env: dict[str, str], interrupt_after: float) -> tuple[int, st
     return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
 
 
-@pytest.mark.parametrize("moment", MOMENTS, ids=[f"{m:.2f}s" for m in MOMENTS])
+@pytest.fixture
+def busy_cores(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A busy loop on every core while the test runs, when the test asks for load."""
+    if not request.node.get_closest_marker("under_load"):
+        yield
+        return
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(os.cpu_count() or 1)]  # fmt: skip
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+CASES = [pytest.param(m, id=f"{m:.2f}s") for m in MOMENTS] + [
+    pytest.param(m, id=f"{m:.2f}s-under-load", marks=pytest.mark.under_load) for m in UNDER_LOAD
+]
+
+
+@pytest.mark.parametrize("moment", CASES)
+@pytest.mark.usefixtures("busy_cores")
 def test_ctrl_c_at_any_moment_is_a_clean_cancel(tmp_path: Path, moment: float) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterator
@@ -40,7 +41,21 @@ from wizard.testing.script import call, reply  # fmt: skip
 pytestmark = pytest.mark.live
 
 NOBODY = 65534
-SYSTEM_PYTHON = Path("/usr/bin/python3.11")
+
+
+def _system_python() -> Path | None:
+    """An interpreter of this one's version that another user can run (the venv's own may
+    sit in root's home): the one whose site-packages the run below borrows."""
+    name = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    folders = ["/usr/bin", "/usr/local/bin", *os.environ.get("PATH", "").split(os.pathsep)]
+    for folder in dict.fromkeys(folders):
+        candidate = Path(folder) / name
+        if candidate.is_file() and not str(candidate.resolve()).startswith(str(Path.home())):
+            return candidate
+    return None
+
+
+SYSTEM_PYTHON = _system_python()
 
 
 def _as_nobody(
@@ -59,8 +74,9 @@ def _python_path() -> str:
 @pytest.fixture
 def nobody_world() -> Iterator[tuple[World, Path]]:
     """The canary world in a folder `nobody` owns, and a read-only copy of the engine."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None or not SYSTEM_PYTHON.exists():
-        pytest.skip("switching to an ordinary user needs root, setpriv and /usr/bin/python3.11")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or SYSTEM_PYTHON is None:
+        pytest.skip(f"switching to an ordinary user needs root, setpriv and a system Python "
+                    f"{sys.version_info.major}.{sys.version_info.minor}")  # fmt: skip
     probe = _as_nobody(str(SYSTEM_PYTHON), "-c", "import wizard, pydantic_core",
                        env={"PYTHONPATH": _python_path(), "PATH": "/usr/bin:/bin"})  # fmt: skip
     if probe.returncode != 0:

@@ -258,8 +258,13 @@ async def _run(
         record, written = journal.after_checks(record, outcome.status)
         if written:
             outcome = replace(outcome, warnings=(*outcome.warnings, checks_wrote(written)))
-    if outcome.usage is not None:  # what the journal's record did not know when the run ended
-        journal.amend(record, usage=asdict(outcome.usage))
+    # What the journal's record did not know when the run ended: what it used, and how the
+    # checks ended it (when the snapshot after them could not say so).
+    noted: dict[str, object] = {"usage": asdict(outcome.usage)} if outcome.usage else {}
+    if record is not None and record.status != outcome.status:
+        noted["status"] = outcome.status
+    if noted:
+        journal.amend(record, **noted)
     if journal.warning is not None:
         outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
     return outcome
