@@ -42,7 +42,7 @@ from wizard.cli_options import (
     Verbose,
     Verify,
 )
-from wizard.cli_refusals import usage_exit
+from wizard.cli_refusals import cancellable, usage_exit
 from wizard.errors import EngineChanged, UsageError, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 
@@ -442,13 +442,21 @@ def engines_status() -> None:
         typer.echo(f"pi: {pi_engine.PI_VERSION} in {prefix}")
 
 
+cancellable(app, engines_app)
+
+
 def main() -> None:
     """Console-script entry point, and the only exit. A usage error Click finds before any
     command runs (an unknown option, a bad value) is reported as wizard's own are: in its
     words on stderr, and as the `usage_error` outcome with `--ci` / `--outcome-json`."""
     import sys
 
-    from wizard.cli_refusals import cancelled_early, click_exceptions, click_usage_error
+    from wizard.cli_refusals import (
+        cancelled_early,
+        click_exceptions,
+        click_usage_error,
+        interrupted_before_a_command,
+    )
 
     click = click_exceptions()
     try:
@@ -463,4 +471,6 @@ def main() -> None:
             raise SystemExit(cancelled_early(sys.argv[1:])) from None
         typer.echo("Aborted.", err=True)
         raise SystemExit(1) from None
+    if interrupted_before_a_command(code):  # Typer's bare 130: say so, as for any Ctrl-C
+        raise SystemExit(cancelled_early(sys.argv[1:]))
     raise SystemExit(code if isinstance(code, int) else 0)

@@ -5,14 +5,17 @@ and exits with the code they return."""
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import typer
 
 from wizard.errors import WizardError
-from wizard.outcome import EXIT_USAGE, exit_code
+from wizard.outcome import EXIT_CANCELLED, EXIT_USAGE, exit_code
 
 
 def usage_exit(
@@ -25,12 +28,53 @@ def usage_exit(
     return typer.Exit(EXIT_USAGE)
 
 
-def cancelled_early(argv: list[str]) -> int:
-    """Ctrl-C before a run's own handling began: the cancelled screen; exit 130."""
-    from wizard.launch import report_cancelled_early
+CANCELLED_PLAINLY = "\nwizard: cancelled while starting; nothing ran.\n"
 
-    outcome = report_cancelled_early(program_of(argv), "--ci" in argv, outcome_json_of(argv))
+
+def cancelled_early(argv: list[str]) -> int:
+    """Ctrl-C before a run's own handling began: the cancelled screen; exit 130. Said plainly
+    when the screen cannot be shown: the interrupt may have left a module it needs half
+    imported (asyncio, pydantic), or the user pressed Ctrl-C again."""
+    try:
+        from wizard.launch import report_cancelled_early
+
+        outcome = report_cancelled_early(program_of(argv), "--ci" in argv, outcome_json_of(argv))
+    except BaseException:  # whatever it was, the user asked to stop
+        sys.stderr.write(CANCELLED_PLAINLY)
+        return EXIT_CANCELLED
     return exit_code(outcome)
+
+
+# Whether a command of wizard's began: before one does, a bare 130 from Typer (which turns a
+# KeyboardInterrupt into it) is a Ctrl-C that nothing reported yet.
+_began: list[bool] = []
+
+
+def interrupted_before_a_command(code: object) -> bool:
+    """Whether Typer's answer `code` is a Ctrl-C that came before any command began."""
+    return code == EXIT_CANCELLED and not _began
+
+
+def cancellable(*apps: typer.Typer) -> None:
+    """Make Ctrl-C inside any command of `apps` the cancelled screen (exit 130). A newer Typer
+    turns a KeyboardInterrupt in a command into a bare exit 130 of its own: no screen, no
+    outcome. A command whose run began has its own handling, and returns its own ending."""
+    for app in apps:
+        for info in app.registered_commands:
+            if info.callback is not None:
+                info.callback = _cancelled_on_interrupt(info.callback)
+
+
+def _cancelled_on_interrupt(command: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        _began.append(True)
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise typer.Exit(cancelled_early(sys.argv[1:])) from None
+
+    return run
 
 
 def click_exceptions() -> ModuleType:

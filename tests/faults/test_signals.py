@@ -16,15 +16,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.scenarios.conftest import pi_processes_in, wizard_env
 
 pytestmark = pytest.mark.live
 
-# Its status line tells the test the reply is streaming (the run log records it).
-STREAMING = {"blocks": [{"text": "[STATUS] Streaming now\n" + "thinking out loud " * 3000}],
-             "chunk_chars": 8, "delay_ms": 20}  # fmt: skip
+STREAMING = {"blocks": [{"text": "thinking out loud " * 3000}], "chunk_chars": 8, "delay_ms": 20}
 SLEEPER = "import time\ntime.sleep(300)\n"
 BASH = {"blocks": [{"tool_call": {"name": "bash", "arguments": {"command": "python3 sleeper.py"}}}]}
 ENDS_WITHIN_S = 60
@@ -105,9 +104,18 @@ def _started(tmp_path: Path, gateway_process: Any, during: str) -> tuple[Run, in
     pi = run.pi()
     if during == "bash":
         run.wait_until(lambda: bool(_commands_in(run.project)), "the command start")
-    else:
-        run.wait_until(lambda: run.logged("Streaming now"), "the reply streaming")
+    else:  # pi's connection to wizard's gateway proxy is open: its model request is out
+        run.wait_until(lambda: _requesting(pi), "the model request")
     return run, pi
+
+
+def _requesting(pid: int) -> bool:
+    """Whether the process has a TCP connection open (pi's, to wizard's gateway proxy)."""
+    try:
+        connections = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_ESTABLISHED and c.raddr for c in connections)
 
 
 @pytest.mark.parametrize(
