@@ -138,3 +138,20 @@ def test_a_runner_the_run_replaced_is_never_trusted_with_the_verdict(tmp_path: P
     assert check.inline is not None and "node_modules/.bin/jest changed" in str(
         check.inline(project)
     )
+
+
+def test_a_typescript_compiler_the_run_replaced_is_never_trusted(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "node_modules" / "typescript" / "bin").mkdir(parents=True)
+    (project / "node_modules" / "typescript" / "bin" / "tsc").write_text("#!/usr/bin/env node\n")
+    (project / "node_modules" / ".bin").mkdir()
+    (project / "node_modules" / ".bin" / "tsc").symlink_to("../typescript/bin/tsc")
+    (project / "tsconfig.json").write_text("{}")
+    (project / "a.ts").write_text("const a: number = 'x';\n")
+    (check,) = checks_for((), ["a.ts"], project)
+    assert check.command == "node_modules/.bin/tsc --noEmit"
+    replaced = {"node_modules/typescript/bin/tsc": "changed"}
+    (check,) = checks_for((), ["a.ts"], project, dependencies=replaced)
+    assert check.inline is not None and "node_modules/.bin/tsc changed" in str(
+        check.inline(project)
+    )

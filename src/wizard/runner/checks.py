@@ -6,7 +6,7 @@
   file compiles, every changed JavaScript file passes `node --check` (each file a check of its
   own), TypeScript type-checks
   when the project has a `tsconfig.json` and a local `typescript`, and changed JSON, TOML and
-  YAML files still parse;
+  YAML files still parse (a `tsc` the run replaced is not trusted with the verdict);
 - **the project's own scripts** (`--verify full`): `npm run build`, `npm test`, pytest. npm
   runs them through the runners in `node_modules/.bin`: if the run changed one of those, or
   the package it points into, the check fails without running, since its verdict would be
@@ -73,8 +73,9 @@ def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], p
     `full` the project's own test and build scripts (`dependencies`: the files the run
     changed in dependency folders, which may have replaced their runners)."""
     checks = [_program_check(check) for check in program_checks]
+    replaced = replaced_runners(project, dependencies or {})
     if full:
-        checks += _project_scripts(project, replaced_runners(project, dependencies or {}))
+        checks += _project_scripts(project, replaced)
     present = [p for p in changed if not p.startswith(SKILL_FILES) and (project / p).is_file()]
     by_suffix: dict[str, list[str]] = {}
     for path in present:
@@ -92,7 +93,10 @@ def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], p
     typescript = by_suffix.get(".ts", []) + by_suffix.get(".tsx", [])
     local_tsc = project / "node_modules" / ".bin" / "tsc"
     if typescript and (project / "tsconfig.json").is_file() and local_tsc.exists():
-        checks.append(Check("TypeScript type-checks", "node_modules/.bin/tsc --noEmit"))
+        tsc = Check("TypeScript type-checks", "node_modules/.bin/tsc --noEmit")
+        # The project's own compiler: one the run replaced would judge the run's own work.
+        trusted = "node_modules/.bin/tsc" not in replaced
+        checks.append(tsc if trusted else _untrusted(tsc.name, replaced))
     for suffix, parse in _DATA_PARSERS.items():
         for path in by_suffix.get(suffix, []):
             checks.append(Check(f"{path} parses", inline=_parses(path, parse)))
