@@ -101,3 +101,21 @@ async def test_a_programs_own_check_is_what_its_skill_must_leave(
     else:
         assert (outcome.status, check.status, check.before) == ("unverified", "failed", None)
         assert outcome.reason == ".posthog/self-driving.json exists failed"
+
+
+@pytest.mark.parametrize("keep", ["ten", "0", "-3", "2.5"])
+async def test_a_bad_journal_setting_is_refused_before_anything_starts(
+    tmp_path: Path, keep: str
+) -> None:
+    """`WIZARD_JOURNAL_KEEP=ten` raised a ValueError after the agent's run."""
+    from wizard.errors import UsageError
+
+    request = RunRequest(
+        program=get_program("transactional-email"), project_dir=tmp_path,
+        skills=BundledSkills(), sink=EventRecorder(),
+        environ={"WIZARD_SANDBOX": "off", "WIZARD_JOURNAL_KEEP": keep},
+        gateway=GatewayFlags(url="http://127.0.0.1:9"),
+    )  # fmt: skip
+    with pytest.raises(UsageError, match="WIZARD_JOURNAL_KEEP"):
+        await run_program(request, PiHarness(session_factory=FakePiSession([])))
+    assert list(tmp_path.iterdir()) == []  # nothing was touched

@@ -446,7 +446,7 @@ class Journal:
     def prune(self, keep: int | None = None) -> None:
         """Drop all but the newest `keep` records (`WIZARD_JOURNAL_KEEP`, default 20)."""
         if keep is None:
-            keep = int(os.environ.get("WIZARD_JOURNAL_KEEP", DEFAULT_KEEP))
+            keep = journal_keep(os.environ)
         records = self.records()
         old, kept = records[max(keep, 1) :], records[: max(keep, 1)]
         if not old:
@@ -457,6 +457,21 @@ class Journal:
         self.store.forget(f"{r.run_id}/{side}" for r in old for side in ("before", "after"))
         listed = (d for r in kept for d in (*r.heavy_before.values(), *r.heavy_after.values()))
         prune_listings(self.state, listed)
+
+
+def journal_keep(environ: Mapping[str, str]) -> int:
+    """How many records a project's journal keeps (`WIZARD_JOURNAL_KEEP`, default 20); a
+    `UsageError` naming a value that is not a whole number of at least 1 (a run checks it
+    before it starts: the journal must never change how a run ends)."""
+    value = environ.get("WIZARD_JOURNAL_KEEP", "").strip()
+    if not value:
+        return DEFAULT_KEEP
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(
+            f"WIZARD_JOURNAL_KEEP={value!r} is not a whole number of at least 1.",
+            "Set it to how many runs the journal keeps per project (default 20), or unset it.",
+        )
+    return int(value)
 
 
 def _load(path: Path) -> RunRecord:

@@ -20,6 +20,7 @@ from wizard.engines.claude import load_sdk
 from wizard.errors import EngineError, UsageError
 from wizard.events import AnalyticsEvent, EventSink, LogLine, RunStarted
 from wizard.journal.lock import project_lock
+from wizard.journal.runs import journal_keep
 from wizard.outcome import Outcome, Outro
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
@@ -145,6 +146,7 @@ async def run_program(request: RunRequest, harness: Harness | None = None) -> Ou
         )
     prices = price_table(request.environ)
     budget = run_budget(request.budget, request.environ, binding.model, prices)
+    journal_keep(request.environ)  # a bad value is refused now, not after the agent's run
     spend = RunSpend(budget, binding.model, prices)
     request.sink(_resolved(program, binding))
     harness = harness or make_harness(binding.harness)
