@@ -205,3 +205,49 @@ async def test_only_a_run_that_would_succeed_is_verified(tmp_path: Path) -> None
     checked = await verified(Outcome("succeeded", program.id), context, RunJournal(recorder),
                              None, False)  # fmt: skip
     assert checked.status == "unverified"
+
+
+def _project_with_a_compiler(root: Path) -> Path:
+    """A TypeScript project with a local `tsc` that fails on a file saying BROKEN."""
+    tsc = "#!/bin/sh\n! grep -q BROKEN a.ts\n"
+    _tree(root, {"tsconfig.json": "{}", "a.ts": "const a: number = 1;\n",
+                 "node_modules/typescript/bin/tsc": tsc})  # fmt: skip
+    (root / "node_modules" / "typescript" / "bin" / "tsc").chmod(0o755)
+    (root / "node_modules" / ".bin").mkdir()
+    (root / "node_modules" / ".bin" / "tsc").symlink_to("../typescript/bin/tsc")
+    return root
+
+
+async def test_a_type_error_is_blamed_the_tree_before_gets_the_dependencies(
+    tmp_path: Path,
+) -> None:
+    """The tree before the run had no `node_modules`, so `tsc` failed there too and every
+    type error was excused."""
+    from wizard.journal import Journal
+    from wizard.runner.journaling import RunJournal
+
+    project = _project_with_a_compiler(tmp_path / "project")
+    journal = RunJournal(lambda event: None, Journal(project, tmp_path / "state"))
+    journal.record = journal.journal.begin("r1", "prog")  # type: ignore[union-attr]
+    (project / "a.ts").write_text("const a: number = 'BROKEN';\n")
+    record = journal.finish("succeeded")
+    checks = checks_for((), ["a.ts"], project)
+    result = await verify(checks, project, UNSANDBOXED, journal.materialiser(record),
+                          tmp_path)  # fmt: skip
+    (check,) = result.checks
+    assert (result.status, check.status, check.before) == ("failed", "failed", "passed")
+
+
+async def test_a_check_on_dependencies_the_run_changed_is_not_compared_and_counts(
+    tmp_path: Path,
+) -> None:
+    """Comparing with the run's own dependencies would let the agent break them on purpose
+    and have its own error excused: such a check is not compared, and it counts."""
+    project = _project_with_a_compiler(tmp_path / "project")
+    (project / "a.ts").write_text("const a: number = 'BROKEN';\n")
+    before_called: list[Path] = []
+    result = await verify(checks_for((), ["a.ts"], project), project, UNSANDBOXED,
+                          before_called.append, tmp_path, dependencies_changed=True)  # fmt: skip
+    (check,) = result.checks
+    assert (result.status, check.before) == ("failed", None) and before_called == []
+    assert "the run changed its dependencies" in check.output_tail

@@ -64,6 +64,9 @@ class Check:
     inline: Callable[[Path], str | None] | None = None
     compare: bool = True
     timeout: float | None = None  # the runner's when None
+    # It runs the project's installed dependencies (tsc, npm scripts): on the tree before the
+    # run it is compared only if the run left those as they were.
+    needs_dependencies: bool = False
 
 
 def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], project: Path,
@@ -93,7 +96,8 @@ def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], p
     typescript = by_suffix.get(".ts", []) + by_suffix.get(".tsx", [])
     local_tsc = project / "node_modules" / ".bin" / "tsc"
     if typescript and (project / "tsconfig.json").is_file() and local_tsc.exists():
-        tsc = Check("TypeScript type-checks", "node_modules/.bin/tsc --noEmit")
+        tsc = Check("TypeScript type-checks", "node_modules/.bin/tsc --noEmit",
+                    needs_dependencies=True)  # fmt: skip
         # The project's own compiler: one the run replaced would judge the run's own work.
         trusted = "node_modules/.bin/tsc" not in replaced
         checks.append(tsc if trusted else _untrusted(tsc.name, replaced))
@@ -160,11 +164,11 @@ def _npm_scripts(project: Path) -> list[Check]:
         scripts = {}
     if isinstance(scripts, dict) and scripts.get("build"):
         checks.append(Check("the project builds (npm run build)", "npm run build --silent",
-                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+                            timeout=SCRIPT_TIMEOUT_S, needs_dependencies=True))  # fmt: skip
     test = str(scripts.get("test") or "") if isinstance(scripts, dict) else ""
     if test and "no test specified" not in test:  # npm's placeholder is not a test
         checks.append(Check("the project's tests pass (npm test)", "npm test --silent",
-                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+                            timeout=SCRIPT_TIMEOUT_S, needs_dependencies=True))  # fmt: skip
     return checks
 
 

@@ -6,6 +6,7 @@ written, the run goes on with a warning that `wizard undo` cannot take it back.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,11 +108,17 @@ class RunJournal:
 
     def materialiser(self, record: RunRecord | None) -> Callable[[Path], None]:
         """Writes the project as it was before the run into an empty folder, without its
-        `.env*` files: a check has no business with secrets."""
+        `.env*` files (a check has no business with secrets), and with a link to each of the
+        project's dependency folders, which the journal does not copy: `tsc` and `npm test`
+        need them. A check's sandbox reads them there and writes nothing through them."""
 
         def write(folder: Path) -> None:
             if self.journal is None or record is None:
                 raise FileNotFoundError("the run is not journaled")
             self.journal.materialise(record.before, folder, is_env_name)
+            for name in record.heavy_before:
+                target, link = self.journal.project / name, folder / name
+                if target.is_dir() and link.parent.is_dir() and not os.path.lexists(link):
+                    link.symlink_to(target, target_is_directory=True)
 
         return write

@@ -81,9 +81,13 @@ async def verify(
     runner: CheckRunner,
     before: Callable[[Path], None],
     scratch: Path,
+    *,
+    dependencies_changed: bool = False,
 ) -> Verification:
     """Run `checks` in `project`; re-run each failing one on the tree before the run, which
-    `before` writes into an empty folder under `scratch`."""
+    `before` writes into an empty folder under `scratch` (with the project's dependency
+    folders: a check that runs them is compared only if the run left them as they were,
+    `dependencies_changed` False; one that could not be compared is never excused)."""
     results = []
     for check in checks:
         started = time.monotonic()
@@ -91,8 +95,11 @@ async def verify(
         command = check.command or "(checked by wizard)"
         results.append(CheckResult(check.name, command, result, None,
                                    round(time.monotonic() - started, 3), tail))  # fmt: skip
-    if any(r.status == "failed" and c.compare for c, r in zip(checks, results, strict=True)):
-        results = await _before_the_run(checks, results, runner, before, scratch)
+    compared = [c.compare and not (c.needs_dependencies and dependencies_changed) for c in checks]
+    if any(r.status == "failed" and ok for ok, r in zip(compared, results, strict=True)):
+        results = await _before_the_run(compared, checks, results, runner, before, scratch)
+    if dependencies_changed:
+        results = [_not_compared(c, r) for c, r in zip(checks, results, strict=True)]
     status: CheckStatus = "passed"
     if any(result.counts for result in results):
         status = "failed"
@@ -101,7 +108,16 @@ async def verify(
     return Verification(status, tuple(results))
 
 
+def _not_compared(check: Check, result: CheckResult) -> CheckResult:
+    """A failed check that runs the dependencies the run changed, said so."""
+    if result.status != "failed" or not check.needs_dependencies:
+        return result
+    note = "(not compared with the tree before the run: the run changed its dependencies)"
+    return replace(result, output_tail=f"{result.output_tail}\n{note}".strip())
+
+
 async def _before_the_run(
+    compared: Sequence[bool],
     checks: Sequence[Check],
     results: list[CheckResult],
     runner: CheckRunner,
@@ -118,8 +134,8 @@ async def _before_the_run(
     except Exception:  # no tree to compare with: the failure counts
         return results
     redone = []
-    for check, result in zip(checks, results, strict=True):
-        if result.status == "failed" and check.compare:
+    for check, result, compare in zip(checks, results, compared, strict=True):
+        if result.status == "failed" and compare:
             status, _ = await tree_runner.run(check, folder)
             result = replace(result, before=status)
         redone.append(result)
@@ -167,7 +183,8 @@ async def verified(
     try:
         runner = check_runner(context.sandbox, workspace)
         result = await verify(checks, context.project_dir, runner,
-                              journal.materialiser(record), workspace)  # fmt: skip
+                              journal.materialiser(record), workspace,
+                              dependencies_changed=bool(dependencies))  # fmt: skip
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if not result.failures:
