@@ -13,27 +13,29 @@ from __future__ import annotations
 import contextlib
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from wizard.atomic import write_atomically
 from wizard.journal.dependencies import ADDED, REMOVED
 
-if TYPE_CHECKING:
-    from wizard.journal.runs import RunRecord
-
 REINSTALL = "reinstall the project's dependencies to bring it back"
 
 
-def remove_unjournaled(project: Path, record: RunRecord) -> list[str]:
-    """Remove the repositories the run planted and the dependency files it added or changed;
-    a line for each, and for each file it removed that undo cannot bring back."""
+def remove_unjournaled(
+    project: Path,
+    repos_added: Sequence[str],
+    repos_before: Mapping[str, str],
+    dependency_changes: Mapping[str, str],
+) -> list[str]:
+    """Remove the repositories a run planted (`repos_added`; a gitfile it repointed is put
+    back from `repos_before`) and the dependency files it added or changed; a line for each,
+    and for each file it removed that undo cannot bring back."""
     lines = []
-    for repo in record.repos_added:
-        lines.append(_put_back_repository(project, repo, record.repos_before.get(repo)))
+    for repo in repos_added:
+        lines.append(_put_back_repository(project, repo, repos_before.get(repo)))
     gone: list[str] = []  # folders removed whole: what was in them is not named again
-    for name, change in sorted(record.dependency_changes.items()):
+    for name, change in sorted(dependency_changes.items()):
         if any(name.startswith(f"{folder}/") for folder in gone):
             continue
         path = beneath(project, name)

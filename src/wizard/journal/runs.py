@@ -313,7 +313,9 @@ class Journal:
         changes = self.store.changes(target.before, target.after)
         restored = self.store.restore(changes, Snapshot(target.before, target.before_modes))
         restored += self._restore_modes(target.changed, target.before_modes, changes)
-        restored += remove_unjournaled(self.project, target)
+        restored += remove_unjournaled(
+            self.project, target.repos_added, target.repos_before, target.dependency_changes
+        )
         finished = self.finish(record, "succeeded")
         self._save(target.model_copy(update={"undone_by": run_id}))
         if target.kind == "undo" and (original := self.get(target.undoes or "")) is not None:
