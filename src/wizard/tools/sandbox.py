@@ -162,7 +162,7 @@ class SandboxPolicy:
 
     def host_spec(self) -> dict[str, Any]:
         """What pi's host needs: the runtime's settings, and the prefix of every command."""
-        config = {
+        config: dict[str, Any] = {
             "network": {
                 "allowedDomains": [*self.allow_hosts, *([NOWHERE] if self.masked else [])],
                 "deniedDomains": [],
@@ -173,12 +173,10 @@ class SandboxPolicy:
                 "allowWrite": list(self.write),
                 "denyWrite": list(self.deny_write),
             },
-            # Stand-ins are swapped back only towards `NOWHERE`, which no command reaches.
-            "credentials": {
-                "files": [masked_file(path) for path in self.masked],
-                "allowPlaintextInject": True,
-            },
         }
+        if self.masked:  # stand-ins are swapped back only towards `NOWHERE`, never reached
+            files = [masked_file(path) for path in self.masked]
+            config["credentials"] = {"files": files, "allowPlaintextInject": True}
         return {
             "config": config,
             "prefix": self.cap_prefix,
