@@ -88,3 +88,23 @@ def test_a_bundled_cli_is_checked_against_its_wheel_record(tmp_path: Path) -> No
     assert file_matches_record(cli, digest.rstrip("="), cache)  # from the stat cache
     cli.write_bytes(b"#!/bin/sh\nexfiltrate\n")
     assert not file_matches_record(cli, digest.rstrip("="), cache)
+
+
+def test_two_engine_folders_with_trees_of_one_name_each_keep_their_own_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record was keyed by the tree's name: an install into `WIZARD_ENGINES_DIR=elsewhere`
+    made every run on the default engine fail as "changed"."""
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    first, second = tmp_path / "a" / "pi-1+srt-1", tmp_path / "b" / "pi-1+srt-1"
+    for root, text in ((first, "// one\n"), (second, "// another install\n")):
+        root.mkdir(parents=True)
+        (root / "host.mjs").write_text(text)
+        check_unchanged(root)  # recorded on first sight
+    check_unchanged(first)
+    check_unchanged(second)
+    make_writable(first)
+    (first / "host.mjs").write_text("// changed\n")
+    with pytest.raises(EngineChanged, match=r"host\.mjs"):
+        check_unchanged(first)
+    check_unchanged(second)

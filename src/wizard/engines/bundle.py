@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -213,8 +214,11 @@ def verified_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine
 
 
 def _record(prefix: Path) -> Path:
-    """Where the record of an installed engine tree lives: wizard's state, closed to commands."""
-    return state_root() / "engines" / f"{prefix.name}.json"
+    """Where the record of an installed engine tree lives: wizard's state, closed to commands,
+    keyed by the tree's real path (two engine folders, `WIZARD_ENGINES_DIR` and the default,
+    hold trees of one name, and each has a record of its own)."""
+    where = hashlib.sha256(str(prefix.resolve()).encode()).hexdigest()[:12]
+    return state_root() / "engines" / f"{prefix.name}-{where}.json"
 
 
 def check_unchanged(prefix: Path, progress: Callable[[str], None] = lambda line: None) -> None:
