@@ -286,3 +286,18 @@ async def test_a_run_the_lock_refuses_prunes_nothing(
     with project_lock(project, "other"), pytest.raises(ProjectLocked):
         await run_program(request)
     assert old.exists(), "a refused run removed a preview"
+
+
+def test_a_previews_links_to_the_projects_repositories_are_not_new_repositories(
+    tmp_path: Path,
+) -> None:
+    """The copy shows the project's `.git` folders as links: they are the same repositories,
+    not ones that appeared (every preview of a git project said so, in bold red)."""
+    project = _project(tmp_path)
+    for repo in (project, project / "src"):
+        (repo / ".git").mkdir()
+    journal = Journal(project, tmp_path / "state")
+    copy = _preview(journal, project)
+    (copy / "pkg" / ".git").mkdir(parents=True)  # one the agent makes
+    preview = journal.finish(journal.get("p1"), "succeeded")  # type: ignore[arg-type]
+    assert preview.repos_added == ["pkg/.git"]

@@ -113,3 +113,52 @@ def test_what_the_journal_could_not_store_is_named_shown_and_undone(
     if shutil.which("node"):
         subprocess.run(["node", "index.js"], cwd=project, env=user, capture_output=True)
     assert not marker.exists()
+
+
+PLANT_IN_PREVIEW = """import os, subprocess
+subprocess.run(["git", "init", "-q", "pkg"], check=True)
+with open("pkg/.git/config", "a") as handle:
+    handle.write("[core]\\n\\tfsmonitor = touch " + {marker!r} + "\\n")
+with open("pkg/index.js", "w") as handle:
+    handle.write("module.exports = 1;\\n")
+print("planted")
+"""
+
+
+def test_a_repository_planted_in_a_preview_never_reaches_the_project_through_apply(
+    tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    """In a preview the agent makes `pkg/.git` with a config that runs a command. The outcome
+    names it; `wizard apply` brings the app file and never the repository; then the user's
+    `git status`, `git commit` and `npm test` run nothing planted."""
+    project = outside_world.project
+    marker = outside_world.outside / "ran"
+    (project / "package.json").write_text(json.dumps({"scripts": {"test": "node -e 0"}}))
+    script = PLANT_IN_PREVIEW.format(marker=str(marker))
+    scenario = {
+        "responses": [
+            reply(call("write", path="plant.py", content=script)),
+            reply(call("bash", command="python3 plant.py")),
+            *DONE,
+        ]
+    }
+    url, _ = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    out = tmp_path / "outcome.json"
+    run = run_wizard("run", "transactional-email", "--preview", "--project", str(project),
+                     "--outcome-json", str(out), env=env)  # fmt: skip
+    outcome = json.loads(out.read_text())
+    assert outcome["status"] == "succeeded", run.stdout + run.stderr
+    assert outcome["repositories_added"] == ["pkg/.git"]
+    applied = run_wizard("apply", "--project", str(project), env=env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert (project / "pkg" / "index.js").exists()
+    assert not (project / "pkg" / ".git").exists()
+    user = {"PATH": os.environ["PATH"], "HOME": str(outside_world.home),
+            "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
+            "GIT_COMMITTER_EMAIL": "u@x"}  # fmt: skip
+    for command in (["git", "status"], ["git", "add", "pkg"], ["git", "commit", "-qm", "x"]):
+        subprocess.run(command, cwd=project / "pkg", env=user, capture_output=True)
+    if shutil.which("npm"):
+        subprocess.run(["npm", "test"], cwd=project, env=user, capture_output=True, timeout=120)
+    assert not marker.exists()

@@ -195,7 +195,11 @@ class GitStore:
         a file or a link. A `.git` goes into `repos`, not the tree. Heavy folders (and
         `mounts`, the folders they stand for) go into `heavy`, by their listing's digest."""
         for path, name, info in walk(root, lambda name: name not in _NOT_WALKED):
-            if name == ".git":
+            if name == ".git" and path in mounts:  # a preview's link to the project's own
+                with contextlib.suppress(OSError):
+                    target = Path(os.path.realpath(root / path))
+                    repos[path] = _repository(target, target.lstat())
+            elif name == ".git":
                 repos[path] = _repository(root / path, info)
             elif stat.S_ISDIR(info.st_mode):
                 if name in HEAVY_FOLDERS:
