@@ -342,7 +342,7 @@ class Journal:
             raise ApplyRefused.conflicts(preview.run_id, clashes)
         # The user's own edits elsewhere stay as they are; a link out of the project the
         # agent made is never carried into it.
-        links_out = self.store.links_out(preview.after)
+        links_out = self.links_out(preview)
         touched = set(preview.changed) - set(links_out)
         changes = [c for c in self.store.changes(preview.after, record.before) if c.path in touched]
         written = self.store.restore(changes, Snapshot(preview.after, preview.after_modes), "wrote")
@@ -350,7 +350,6 @@ class Journal:
         written += [
             f"left out {path} -> {target}: a link that leads out of the project"
             for path, target in links_out.items()
-            if path in preview.changed
         ]
         finished = self.finish(record, "succeeded")
         self.close_preview(preview, "applied", applied_by=run_id)

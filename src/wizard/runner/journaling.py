@@ -69,12 +69,16 @@ class RunJournal:
             self.journal.forget_preview(self.record)
             self.record = None
 
-    def finish(self, status: str, error_type: str | None = None) -> RunRecord | None:
-        """Snapshot the project after the run; the finished record."""
-        if self.journal is None or self.record is None:
+    def finish(
+        self, status: str, error_type: str | None = None, record: RunRecord | None = None
+    ) -> RunRecord | None:
+        """Snapshot the project after the run (again, given its finished `record`); the
+        finished record."""
+        record = record or self.record
+        if self.journal is None or record is None:
             return None
         try:
-            return self.journal.finish(self.record, status, error_type)
+            return self.journal.finish(record, status, error_type)
         except (WizardError, OSError) as exc:
             self.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             self.warning = f"{NOT_JOURNALED} ({exc})."
@@ -87,11 +91,8 @@ class RunJournal:
         escapes the journal; the record, and the paths the checks changed."""
         if self.journal is None or record is None or record.after is None:
             return record, []
-        try:
-            again = self.journal.finish(record, status, record.error_type)
-        except (WizardError, OSError) as exc:
-            self.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
-            self.warning = f"{NOT_JOURNALED} ({exc})."
+        again = self.finish(status, record.error_type, record)
+        if again is None:
             return record, []
         return again, self.journal.changed_between(record, again)
 
