@@ -45,10 +45,15 @@ def shell_command(command: str, sandbox: tuple[SandboxPolicy, Path, Path] | None
     settings = policy.settings_file
     assert settings is not None, "a sandboxed shell needs the policy's settings file"
     # The policy's variables (private caches, temp folder) are the command's, inside the
-    # sandbox; the runtime itself keeps wizard's temp folder for its sockets.
+    # sandbox.
     exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in policy.command_env.items())
     inner = f"export {exports}\n{command}" if exports else command
-    wrapped = f"exec {shlex.quote(str(node))} {shlex.quote(str(cli))} --settings "
+    # The runtime puts its network bridge's sockets in its TMPDIR and mounts them into the
+    # sandbox: in a folder the policy closes (the system temp folder) they would be hidden
+    # and every allowed host unreachable; the run's temp folder is open to the command.
+    runtime_tmp = policy.command_env.get("TMPDIR")
+    env = f"TMPDIR={shlex.quote(runtime_tmp)} " if runtime_tmp else ""
+    wrapped = f"{env}exec {shlex.quote(str(node))} {shlex.quote(str(cli))} --settings "
     wrapped += f"{shlex.quote(str(settings))} -c {shlex.quote(inner)}"
     return ["bash", "-c", policy.cap_prefix + wrapped]
 
