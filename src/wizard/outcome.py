@@ -130,17 +130,45 @@ class CheckResult:
         return self.status == "failed" and self.before != "failed"
 
 
+ProofStatus = Literal["proven", "failed", "not_run"]
+
+
+@dataclass(frozen=True)
+class ProofResult:
+    """One proof that the integration works (`static`: a query over the project's syntax
+    trees or files; `runtime`: the project's code run against a local sink): `evidence` when
+    proven, `reason` when it failed or could not run."""
+
+    name: str
+    kind: Literal["static", "runtime"]
+    status: ProofStatus
+    evidence: str = ""
+    reason: str = ""
+    seconds: float = 0.0
+
+
 @dataclass(frozen=True)
 class Verification:
-    """What wizard checked before it said a run succeeded."""
+    """What wizard checked, and proved, before it said a run succeeded."""
 
     status: CheckStatus
     checks: tuple[CheckResult, ...] = ()
+    proofs: tuple[ProofResult, ...] = ()
 
     @property
     def failures(self) -> tuple[CheckResult, ...]:
         """The checks that fail the run."""
         return tuple(check for check in self.checks if check.counts)
+
+    @property
+    def failed_proofs(self) -> tuple[ProofResult, ...]:
+        """The proofs that fail the run."""
+        return tuple(proof for proof in self.proofs if proof.status == "failed")
+
+    @property
+    def unproven(self) -> tuple[ProofResult, ...]:
+        """The proofs that could not run: the run is set up, not proven."""
+        return tuple(proof for proof in self.proofs if proof.status == "not_run")
 
 
 @dataclass(frozen=True)

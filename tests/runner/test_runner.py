@@ -78,14 +78,18 @@ async def test_no_verify_skips_the_checks_and_says_so(tmp_path: Path) -> None:
     assert any(warning.startswith("Not verified (--no-verify)") for warning in outcome.warnings)
 
 
-@pytest.mark.parametrize("writes_it", [True, False])
-async def test_a_programs_own_check_is_what_its_skill_must_leave(
-    tmp_path: Path, writes_it: bool
+@pytest.mark.parametrize("written", ["valid", "invalid", "missing"])
+async def test_a_programs_own_check_and_proof_are_what_its_skill_must_leave(
+    tmp_path: Path, written: str
 ) -> None:
-    """self-driving's skill must write `.posthog/self-driving.json`: a run that says it is
-    done without it is not a success."""
-    config = call("write", path=".posthog/self-driving.json", content='{"goals": []}')
-    work = [reply(config)] if writes_it else [reply(call("read", path="README.md"))]
+    """self-driving's skill must write `.posthog/self-driving.json`, valid against the
+    program's schema: a run that says it is done without it, or with goals that do not
+    validate, is not a success."""
+    content = '{"goals": ["Grow signups"], "repository": "github.com/acme/app"}'
+    if written == "invalid":
+        content = '{"goals": []}'
+    config = call("write", path=".posthog/self-driving.json", content=content)
+    work = [reply(config)] if written != "missing" else [reply(call("read", path="README.md"))]
     (tmp_path / "README.md").write_text("# app\n")
     request = RunRequest(
         program=get_program("self-driving"), project_dir=tmp_path, skills=BundledSkills(),
@@ -96,11 +100,20 @@ async def test_a_programs_own_check_is_what_its_skill_must_leave(
     outcome = await run_program(request, PiHarness(session_factory=FakePiSession(turns)))
     assert outcome.verification is not None
     (check,) = [c for c in outcome.verification.checks if c.name.endswith("json exists")]
-    if writes_it:
-        assert (outcome.status, check.status) == ("succeeded", "passed")
+    (proof,) = outcome.verification.proofs
+    assert (proof.name, proof.kind) == ("the goals are valid", "static")
+    if written == "valid":
+        assert (outcome.status, check.status, proof.status) == ("succeeded", "passed", "proven")
+        assert outcome.outro is not None and outcome.outro.message.endswith(", and proven")
+    elif written == "invalid":
+        assert (outcome.status, check.status, proof.status) == ("unverified", "passed", "failed")
+        assert "'repository' is a required property" in proof.reason
+        assert outcome.outro is not None and "not proven" in outcome.outro.message
     else:
         assert (outcome.status, check.status, check.before) == ("unverified", "failed", None)
-        assert outcome.reason == ".posthog/self-driving.json exists failed"
+        assert outcome.reason is not None
+        assert outcome.reason.startswith(".posthog/self-driving.json exists failed; ")
+        assert proof.reason == ".posthog/self-driving.json was not written"
 
 
 @pytest.mark.parametrize("keep", ["ten", "0", "-3", "2.5"])

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.live
 @pytest.mark.parametrize(
     ("scenario", "code", "status", "message"),
     [
-        ("success", 0, "succeeded", "Transactional email set up"),
+        ("success", 0, "succeeded", "Transactional email set up, and proven"),
         ("skill-abort", 3, "aborted", "The email API is not enabled for this project"),
         ("gateway-refusal", 3, "aborted", "Transactional email aborted"),
         ("broken-build", 4, "unverified", "Transactional email: a check failed after the run"),
@@ -62,6 +62,10 @@ def test_demo_scenarios(
         assert "+from posthog_email import send_email" in proc.stderr
         assert any(line["event"] == "tasks_changed" for line in lines)
         assert outcome["verification"]["status"] == "passed"
+        # The send path the skill recorded was called in the sandbox, against a local sink.
+        (proof,) = outcome["verification"]["proofs"]
+        assert (proof["kind"], proof["status"]) == ("runtime", "proven")
+        assert "carrying the probe's recipient and the key" in proof["evidence"]
     elif scenario == "broken-build":  # the agent said it was done; the check says otherwise
         (check,) = [c for c in outcome["verification"]["checks"] if c["status"] == "failed"]
         assert check["name"].endswith("mailer.py compiles") and check["before"] == "passed"

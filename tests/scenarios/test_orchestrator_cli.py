@@ -33,6 +33,13 @@ def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[s
     )
 
 
+# The checkout call tagged with the person, as revenue-analytics' proof requires.
+TAGGED = (
+    "import stripe\n\n\ndef checkout(user):\n"
+    "    return stripe.checkout.Session.create(metadata={'posthog_person_distinct_id': user})\n"
+)
+
+
 def _plan(*task_ids: str) -> dict[str, Any]:
     enqueued = [
         call("enqueue_task", type="tag-customers", label=f"Tag {t}", id=t) for t in task_ids
@@ -47,11 +54,12 @@ def test_an_orchestrated_run_succeeds_with_task_events(
     tmp_path: Path, gateway_process: Any
 ) -> None:
     done = call("complete_task", status="done", summary="tagged", handoff="billing.py")
+    tagged = call("write", path="billing.py", content=TAGGED)
     url, _ = gateway_process(
         {
             "conversations": [
                 _plan("a", "b"),
-                {"match": "# Task a:", "responses": [{"blocks": [done]}]},
+                {"match": "# Task a:", "responses": [{"blocks": [tagged]}, {"blocks": [done]}]},
                 {"match": "# Task b:", "responses": [{"blocks": [done]}]},
             ]
         }
@@ -72,7 +80,11 @@ def test_an_orchestrated_run_succeeds_with_task_events(
         "succeeded",
         0,
     )
-    assert outcome["outro"]["message"] == "Revenue analytics set up: 2/2 steps completed"
+    assert outcome["outro"]["message"] == (
+        "Revenue analytics set up: 2/2 steps completed, and proven"
+    )
+    (proof,) = outcome["verification"]["proofs"]
+    assert proof["status"] == "proven" and "billing.py:5" in proof["evidence"]
     assert [t["status"] for t in outcome["tasks"]] == ["done", "done"]
     assert pi_processes_in(tmp_path / "project") == []
 

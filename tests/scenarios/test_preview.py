@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_sent
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
@@ -33,6 +34,11 @@ SCRIPT = (
     "os.chmod('run.sh', 0o700)\nos.remove('mkbin.py')\n"
 )
 DONE = {"blocks": [{"text": "Done."}]}
+# revenue-analytics, set up: its proof finds every checkout call tagged with the person.
+TAGGED = (
+    "import stripe\n\n\ndef checkout(user):\n"
+    "    return stripe.checkout.Session.create(metadata={'posthog_person_distinct_id': user})\n"
+)
 WORK = [
     reply(call("read", path=SKILL)),
     reply(call("write", path="src/posthog_email.py", content="def api(text):\n    ...\n")),
@@ -41,6 +47,7 @@ WORK = [
     reply(call("bash", command="python3 mkbin.py")),
     reply(call("set_env_values", filePath=".env", values={"POSTHOG_KEY": "phc_test"})),
     reply(call("bash", command="touch node_modules/left-pad/hacked.js")),
+    reply(*email_sent()),
     DONE,
     {"blocks": [{"text": "[WIZARD-REMARK] -"}]},
 ]
@@ -160,7 +167,7 @@ def test_a_preview_on_each_harness_and_sequence(
     tmp_path: Path, gateway_process: Any, harness: str, sequence: str
 ) -> None:
     prefix = "mcp__wizard__" if harness == "anthropic" else ""
-    write = call(f"{prefix}write", path="wizard.txt", content="configured\n")
+    write = call(f"{prefix}write", path="billing.py", content=TAGGED)
     if sequence == "linear":
         script: dict[str, Any] = {"responses": [reply(write), DONE, DONE]}
     else:
@@ -186,9 +193,9 @@ def test_a_preview_on_each_harness_and_sequence(
         sequence,
         True,
     )
-    assert "wizard.txt" in outcome["changed_files"]
+    assert "billing.py" in outcome["changed_files"]
     stops = [line["message"] for line in ci_lines(run.stdout) if line["event"] == "spinner_stopped"]
     assert not any("set up" in stop for stop in stops), stops
     applied = _wizard(tmp_path, "apply", "--project", str(project))
     assert applied.returncode == 0, applied.stderr
-    assert (project / "wizard.txt").read_text() == "configured\n"
+    assert (project / "billing.py").read_text() == TAGGED

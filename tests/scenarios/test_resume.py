@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.faults.test_signals import STREAMING, Run
+from tests.integrations import email_sent
 from tests.scenarios.conftest import wizard_env
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call
@@ -69,10 +70,14 @@ def test_an_interrupted_orchestrator_run_resumes_without_redoing_finished_tasks(
     assert (code, first["status"]) == (143, "cancelled")
     assert {t["id"]: t["status"] for t in first["tasks"]} == {"check": "done", "client": "failed"}
 
+    wrote = {"blocks": [WROTE, *email_sent()]}
     later_url, later_log = gateway_process(
-        {"conversations": [{"match": "# Task client:", "responses": [{"blocks": [WROTE]},
-                                                                        {"blocks": [REPORTED]}]}]}
-    )  # fmt: skip
+        {
+            "conversations": [
+                {"match": "# Task client:", "responses": [wrote, {"blocks": [REPORTED]}]}
+            ]
+        }
+    )
     (run.project / "app.py").write_text("edited by the user\n")
     refused = _resume(tmp_path, run, later_url, tmp_path / "refused.json")
     assert refused.returncode == 2, refused.stdout + refused.stderr

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_sent
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
 
@@ -19,7 +20,8 @@ DONE = {
     "responses": [
         {
             "blocks": [
-                {"tool_call": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}}}
+                {"tool_call": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}}},
+                *email_sent(),
             ]
         },
         {"blocks": [{"text": "Done."}]},

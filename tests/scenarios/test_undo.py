@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_sent
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
@@ -43,6 +44,7 @@ def test_a_real_run_is_journaled_and_undone_byte_for_byte(
             reply(call("write", path="src/posthog_email.py", content="def api(text):\n    ...\n")),
             reply(call("edit", **edit)),
             reply(call("write", path="notes/deep/report.md", content="# Report\n")),
+            reply(*email_sent()),
             {"blocks": [{"text": "Done."}]},
             {"blocks": [{"text": "[WIZARD-REMARK] -"}]},
         ]
@@ -96,6 +98,7 @@ def test_undo_refuses_after_a_user_edit(tmp_path: Path, gateway_process: Any) ->
     scenario = {
         "responses": [
             reply(call("write", path="app.py", content="from mailer import send\nsend('hello')\n")),
+            reply(*email_sent()),
             {"blocks": [{"text": "Done."}]},
             {"blocks": [{"text": "[WIZARD-REMARK] -"}]},
         ]

@@ -53,4 +53,5 @@ def skill_program(skill_id: str) -> ProgramConfig:
         spinner_message=f"Running the {skill_id} skill...",
         success_message=f"{skill_id} complete",
         docs_url=POSTHOG_DOCS_URL,
+        sets_up=False,
     )

@@ -2,12 +2,32 @@
 
 from wizard.programs.types import (
     AbortCase,
+    ConfigProof,
+    InitOptionProof,
     Orchestration,
     ProgramBinding,
     ProgramCheck,
     ProgramConfig,
     TaskType,
 )
+
+# `.posthog/replay-vision.json`: the flows the scanners watch.
+FLOWS_SCHEMA = {
+    "type": "object",
+    "required": ["flows"],
+    "properties": {
+        "flows": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {"name": {"type": "string", "minLength": 1},
+                               "path": {"type": "string"}},
+            },
+        }
+    },
+}  # fmt: skip
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -49,6 +69,12 @@ REPLAY_VISION = ProgramConfig(
     orchestration=PLAN,
     # What its skill must leave: checked before the run is called a success.
     checks=(ProgramCheck("file_exists", ".posthog/replay-vision.json"),),
+    proofs=(
+        ConfigProof("the scanners' flows are valid", ".posthog/replay-vision.json", FLOWS_SCHEMA),
+        InitOptionProof(
+            "session replay is on where PostHog starts", "posthog.init", "disable_session_recording"
+        ),
+    ),
     abort_cases=(
         AbortCase(
             match=r"^replay vision not available for this project$",

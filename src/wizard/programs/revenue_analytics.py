@@ -1,6 +1,18 @@
 """Revenue analytics: tag Stripe customers with their PostHog person."""
 
-from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+from wizard.programs.types import (
+    AbortCase,
+    CallSiteProof,
+    Orchestration,
+    ProgramConfig,
+    TaskType,
+)
+
+# Stripe calls that create or update a customer or a checkout, in Python and in Node.
+STRIPE_CALLS = (
+    "Customer.create", "Customer.modify", "checkout.Session.create",
+    "customers.create", "customers.update", "checkout.sessions.create",
+)  # fmt: skip
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -48,6 +60,14 @@ REVENUE_ANALYTICS = ProgramConfig(
     success_message="Revenue analytics set up",
     docs_url="https://posthog.com/docs/revenue-analytics",
     report_file="posthog-revenue-report.md",
+    proofs=(
+        CallSiteProof(
+            "every Stripe customer and checkout call carries the PostHog distinct id",
+            calls=STRIPE_CALLS,
+            argument="metadata",
+            key="posthog_person_distinct_id",
+        ),
+    ),
     disallowed_tools=("wizard_ask",),
     orchestration=PLAN,
     abort_cases=(

@@ -1,6 +1,23 @@
 """Self-driving: PostHog Signals working on the project's GitHub repository."""
 
-from wizard.programs.types import AbortCase, Orchestration, ProgramCheck, ProgramConfig, TaskType
+from wizard.programs.types import (
+    AbortCase,
+    ConfigProof,
+    Orchestration,
+    ProgramCheck,
+    ProgramConfig,
+    TaskType,
+)
+
+# `.posthog/self-driving.json`: the goals Self-driving works toward, and the repository.
+GOALS_SCHEMA = {
+    "type": "object",
+    "required": ["goals", "repository"],
+    "properties": {
+        "goals": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+        "repository": {"type": "string", "minLength": 1},
+    },
+}
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -40,6 +57,7 @@ SELF_DRIVING = ProgramConfig(
     orchestration=PLAN,
     # What its skill must leave: checked before the run is called a success.
     checks=(ProgramCheck("file_exists", ".posthog/self-driving.json"),),
+    proofs=(ConfigProof("the goals are valid", ".posthog/self-driving.json", GOALS_SCHEMA),),
     abort_cases=(
         AbortCase(
             match=r"^self-driving is not available for this project$",

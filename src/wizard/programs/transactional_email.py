@@ -1,6 +1,9 @@
 """Transactional email: send email from the project's code through the PostHog email API."""
 
-from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, SendProof, TaskType
+
+# Where the skill records the send path wizard calls to prove a send reaches the API.
+ENTRY_FILE = ".posthog/email-probe.json"
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -29,8 +32,8 @@ PLAN = Orchestration(
         ),
         TaskType(
             "report",
-            "Write posthog-email-report.md from the handoffs.",
-            "Do step 4 of the skill from the handoffs.",
+            "Record the send path for wizard's probe, then write posthog-email-report.md.",
+            "Do steps 4 and 5 of the skill from the handoffs.",
         ),
     ),
 )
@@ -45,6 +48,15 @@ TRANSACTIONAL_EMAIL = ProgramConfig(
     success_message="Transactional email set up",
     docs_url="https://posthog.com/docs/workflows/email",
     report_file="posthog-email-report.md",
+    proofs=(
+        SendProof(
+            "one send reaches the email API",
+            entry_file=ENTRY_FILE,
+            path="/api/email/send",
+            key_variable="POSTHOG_EMAIL_API_KEY",
+            host_variable="EMAIL_API_HOST",
+        ),
+    ),
     orchestration=PLAN,
     abort_cases=(
         AbortCase(

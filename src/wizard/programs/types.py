@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 POSTHOG_DOCS_URL = "https://posthog.com/docs"
 # The hosts a PostHog setup talks to: the sandbox lets the agent's commands reach them.
@@ -36,6 +36,60 @@ class ProgramCheck:
             "env_key": f"{self.value} is in .env",
             "command": self.value,
         }[self.kind]
+
+
+@dataclass(frozen=True)
+class CallSiteProof:
+    """Static: every call whose callee ends with one of `calls` (an attribute chain such as
+    `checkout.Session.create`) passes `argument` (a keyword in Python, a property of an object
+    argument in JavaScript) holding the key `key`; and there is at least one such call."""
+
+    name: str
+    calls: tuple[str, ...]
+    argument: str
+    key: str
+    kind: Literal["static"] = "static"
+
+
+@dataclass(frozen=True)
+class InitOptionProof:
+    """Static: the SDK is initialised (a call ending with `call`, such as `posthog.init`) and no
+    initialisation sets `option` to true (`disable_session_recording`: replay stays on)."""
+
+    name: str
+    call: str
+    option: str
+    kind: Literal["static"] = "static"
+
+
+@dataclass(frozen=True)
+class ConfigProof:
+    """Static: the JSON file the skill writes (`path`) validates against `schema`."""
+
+    name: str
+    path: str
+    schema: Mapping[str, Any]
+    kind: Literal["static"] = "static"
+
+
+@dataclass(frozen=True)
+class SendProof:
+    """Runtime: wizard calls the entry the skill records in `entry_file` (a JSON object:
+    `module` (a Python module or a JavaScript file), `function`, `args`, where the string
+    `{recipient}` stands for the probe's recipient) in the run's sandbox, with `host_variable`
+    pointing at a local sink and `key_variable` holding a probe key; the sink must receive
+    exactly one request to `path` carrying both."""
+
+    name: str
+    entry_file: str
+    path: str
+    key_variable: str
+    host_variable: str
+    kind: Literal["runtime"] = "runtime"
+
+
+# What a program shows about its run before wizard says "set up" (`runner.proofs`).
+ProgramProof = CallSiteProof | InitOptionProof | ConfigProof | SendProof
 
 
 @dataclass(frozen=True)
@@ -154,6 +208,11 @@ class ProgramConfig:
     network_hosts: tuple[str, ...] = POSTHOG_HOSTS
     # What its run must pass, beside the checks wizard derives from what changed.
     checks: tuple[ProgramCheck, ...] = ()
+    # What shows that the integration works: static queries and runtime probes.
+    proofs: tuple[ProgramProof, ...] = ()
+    # A run sets something up: one that changed no app file and proved nothing never did
+    # (`wizard skill` runs a skill that may only read).
+    sets_up: bool = True
 
     @property
     def written_files(self) -> tuple[str, ...]:

@@ -30,7 +30,9 @@ from wizard.names import shown
 from wizard.outcome import CheckResult, CheckStatus, Outcome, Outro, Verification
 from wizard.runner.checks import Check, checks_for
 from wizard.runner.journaling import RunJournal
+from wizard.runner.proofs import prove
 from wizard.runner.sequence.context import RunContext
+from wizard.skills.install import SKILL_FILES
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import run_command
 
@@ -154,6 +156,7 @@ def check_runner(policy: SandboxPolicy | None, workspace: Path) -> CheckRunner:
 
 
 NOT_VERIFIED = "Not verified (--no-verify): nothing checked that the project still works."
+NOTHING_CHANGED = "the run changed no app file, and nothing proved the integration works"
 
 
 async def verified(
@@ -164,36 +167,90 @@ async def verified(
     skip: bool,
     full: bool = False,
 ) -> Outcome:
-    """A run that would succeed, checked: succeeded, or unverified with the check that failed
-    (the journal's record says so too). Any other ending is returned as it is."""
+    """A run that would succeed, checked and proved: succeeded (set up, proven or not), or
+    unverified with the check or proof that failed (the journal's record says so too). Any
+    other ending is returned as it is."""
     if outcome.status != "succeeded":
         return outcome
+    changed = record.changed if record is not None else []
+    app_changed = not context.program.sets_up or any(
+        not path.startswith(SKILL_FILES) for path in changed
+    )
     if skip:
         skipped = Verification("skipped")
+        if not app_changed:
+            return _nothing_done(outcome, context, skipped)
         return replace(outcome, verification=skipped, warnings=(*outcome.warnings, NOT_VERIFIED))
-    changed = record.changed if record is not None else []
     dependencies = record.dependency_changes if record is not None else {}
     checks = checks_for(context.program.checks, changed, context.project_dir, full=full,
                         dependencies=dependencies)  # fmt: skip
-    if not checks:
-        return replace(outcome, verification=Verification("skipped"))
+    proofs = context.program.proofs
+    if not checks and not proofs:
+        skipped = Verification("skipped")
+        if not app_changed:
+            return _nothing_done(outcome, context, skipped)
+        return replace(outcome, verification=skipped)
     context.sink(SpinnerStarted("Checking that the project still works..."))
     # wizard's own folder, closed to the agent's commands, and so is every folder above it.
     workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
     try:
         runner = check_runner(context.sandbox, workspace)
-        result = await verify(checks, context.project_dir, runner,
-                              journal.materialiser(record), workspace,
-                              dependencies_changed=bool(dependencies))  # fmt: skip
+        result = Verification("skipped")
+        if checks:
+            result = await verify(checks, context.project_dir, runner,
+                                  journal.materialiser(record), workspace,
+                                  dependencies_changed=bool(dependencies))  # fmt: skip
+        if proofs:
+            context.sink(SpinnerStarted("Proving that the integration works..."))
+            found = await prove(proofs, context.project_dir, runner.sandbox, workspace,
+                                runner.unsandboxable)  # fmt: skip
+            status = "failed" if any(p.status == "failed" for p in found) else result.status
+            result = replace(result, proofs=found, status="passed" if status == "skipped"
+                             and any(p.status == "proven" for p in found) else status)  # fmt: skip
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
-    if not result.failures:
-        done = "Checks passed: the preview is ready to apply" if context.preview else None
-        context.sink(SpinnerStopped(done or context.program.success_message))
-        return replace(outcome, verification=result)
-    context.sink(SpinnerStopped("A check failed"))
+    if result.failures or result.failed_proofs:
+        context.sink(SpinnerStopped("A check failed" if result.failures else "A proof failed"))
+        unverified = _unverified_outro(context, result)
+        return replace(
+            context.outcome("unverified", unverified, reason=_reason(result)),
+            verification=result,
+            warnings=outcome.warnings,
+            usage=outcome.usage,
+        )
+    if not app_changed and not any(proof.status == "proven" for proof in result.proofs):
+        return _nothing_done(outcome, context, result)
+    done = "Checks passed: the preview is ready to apply" if context.preview else None
+    context.sink(SpinnerStopped(done or context.program.success_message))
+    return replace(outcome, verification=result, outro=_proven_outro(outcome.outro, result))
+
+
+def _proven_outro(outro: Outro | None, result: Verification) -> Outro | None:
+    """The success screen, saying what was proven, or that the setup is not proven and why."""
+    if outro is None or not result.proofs:
+        return outro
+    lines = [f"Proven: {p.name} ({p.evidence})" for p in result.proofs if p.status == "proven"]
+    lines += [f"Not proven: {p.name}: {p.reason}" for p in result.unproven]
+    message = outro.message
+    if result.unproven:
+        message = f"{message}, not proven: {result.unproven[0].reason}"
+    elif lines:
+        message = f"{message}, and proven"
+    body = "\n".join(filter(None, (outro.body, "\n".join(lines))))
+    return replace(outro, message=message, body=body)
+
+
+def _nothing_done(outcome: Outcome, context: RunContext, result: Verification) -> Outcome:
+    """A run that said it was done, changed no app file and proved nothing: never set up."""
+    context.sink(SpinnerStopped("Nothing was set up"))
+    body = (
+        "The agent said it was done, but it changed none of the app's files, and no proof "
+        "showed the integration already works. Nothing is reported as set up: run the program "
+        "again, or check the log for what the agent did."
+    )
+    outro = Outro("error", f"{context.program.label}: nothing was set up", body)
     return replace(
-        context.outcome("unverified", _unverified_outro(context, result), reason=_reason(result)),
+        context.outcome("unverified", outro, reason=NOTHING_CHANGED),
         verification=result,
         warnings=outcome.warnings,
         usage=outcome.usage,
@@ -211,22 +268,31 @@ def checks_wrote(paths: Sequence[str]) -> str:
 
 
 def _reason(result: Verification) -> str:
-    return "; ".join(f"{check.name} failed" for check in result.failures)
+    failed = [f"{check.name} failed" for check in result.failures]
+    failed += [f"{proof.name} was not proven: {proof.reason}" for proof in result.failed_proofs]
+    return "; ".join(failed)
 
 
 def _unverified_outro(context: RunContext, result: Verification) -> Outro:
-    failed = result.failures[0]
-    tail = f"\n\n{failed.output_tail}" if failed.output_tail else ""
-    more = len(result.failures) - 1
-    others = f" ({more} more check{'s' if more != 1 else ''} failed too)" if more else ""
     back = (
         "discard them with `wizard discard`"
         if context.preview
         else "take them back with `wizard undo`"
     )
+    after = f"Nothing is reported as set up: review the changes with `wizard diff`, or {back}."
+    if not result.failures:
+        proof = result.failed_proofs[0]
+        body = (
+            f"The agent said it was done, but wizard could not prove “{proof.name}”: "
+            f"{proof.reason}.\n\n{after}"
+        )
+        return Outro("error", f"{context.program.label}: not proven after the run", body)
+    failed = result.failures[0]
+    tail = f"\n\n{failed.output_tail}" if failed.output_tail else ""
+    more = len(result.failures) - 1
+    others = f" ({more} more check{'s' if more != 1 else ''} failed too)" if more else ""
     body = (
         f"The agent said it was done, but the check “{failed.name}” fails after its changes "
-        f"and passed before them{others}.{tail}\n\nNothing is reported as set up: review "
-        f"the changes with `wizard diff`, or {back}."
+        f"and passed before them{others}.{tail}\n\n{after}"
     )
     return Outro("error", f"{context.program.label}: a check failed after the run", body)

@@ -127,6 +127,9 @@ class SandboxPolicy:
     masked: tuple[str, ...] = ()
     # What each command may use: memory, file size, time (set in `cap_prefix` too).
     limits: CommandLimits = field(default_factory=CommandLimits)
+    # A proof's probe (`probing`): the one host its commands reach, and the socket of the
+    # local sink wizard serves for it there.
+    sink: tuple[str, str] | None = None
 
     def denying(self, *paths: Path | str) -> SandboxPolicy:
         """This policy, with more paths closed to reading (a run's private folders)."""
@@ -147,6 +150,12 @@ class SandboxPolicy:
             settings_file=None,
         )
 
+    def probing(self, host: str, socket: Path) -> SandboxPolicy:
+        """This policy for a proof's probe: `host` is the one host its commands reach, and
+        the runtime's proxy hands what they send there to the sink listening on `socket`;
+        nothing else leaves the sandbox, the package registries included."""
+        return replace(self, allow_hosts=(host,), sink=(host, str(socket)))
+
     def writable(self, path: Path) -> bool:
         """Whether `path` is, or lies in, a folder commands may write: a command could have
         planted there what a tool run in `path` looks for in its ancestors."""
@@ -162,11 +171,14 @@ class SandboxPolicy:
 
     def host_spec(self) -> dict[str, Any]:
         """What pi's host needs: the runtime's settings, and the prefix of every command."""
+        network: dict[str, Any] = {
+            "allowedDomains": [*self.allow_hosts, *([NOWHERE] if self.masked else [])],
+            "deniedDomains": [],
+        }
+        if self.sink is not None:  # the probe's host goes to wizard's sink, nowhere else
+            network["mitmProxy"] = {"socketPath": self.sink[1], "domains": [self.sink[0]]}
         config: dict[str, Any] = {
-            "network": {
-                "allowedDomains": [*self.allow_hosts, *([NOWHERE] if self.masked else [])],
-                "deniedDomains": [],
-            },
+            "network": network,
             "filesystem": {
                 "denyRead": list(self.deny_read),
                 "allowRead": list(self.allow_read),

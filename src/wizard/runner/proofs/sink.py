@@ -1,0 +1,105 @@
+"""The local sink a runtime proof points the vendor's endpoint at: an HTTP server on a Unix
+socket in wizard's own folder, which the sandbox runtime's proxy hands the probe's requests
+to (`SandboxPolicy.probing`). It records each request and answers it as the API would
+(200 and a small JSON body); nothing it receives goes anywhere else."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urlsplit
+
+import h11
+
+MAX_BODY_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the sink received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str:
+        return self.headers.get(name.lower(), "")
+
+
+@dataclass
+class ProbeSink:
+    """`async with ProbeSink(socket) as sink:` serves on `socket`; `sink.received` lists
+    what came in."""
+
+    socket: Path
+    received: list[Received] = field(default_factory=list)
+    _server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> ProbeSink:
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket))
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+        self.socket.unlink(missing_ok=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        try:
+            while await self._one(connection, reader, writer):
+                connection.start_next_cycle()
+        except (h11.RemoteProtocolError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _one(
+        self, connection: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Serve one request; whether the connection may carry another."""
+        request: h11.Request | None = None
+        body = bytearray()
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                data = await reader.read(65536)
+                connection.receive_data(data)
+                if not data and request is None:
+                    return False
+                continue
+            if isinstance(event, h11.ConnectionClosed):
+                return False
+            if isinstance(event, h11.Request):
+                request = event
+            elif isinstance(event, h11.Data):
+                body.extend(event.data[: MAX_BODY_BYTES - len(body)])
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        assert request is not None
+        headers = {name.decode().lower(): value.decode(errors="replace")
+                   for name, value in request.headers}  # fmt: skip
+        target = request.target.decode(errors="replace")
+        self.received.append(
+            Received(request.method.decode(), urlsplit(target).path or "/", headers, bytes(body))
+        )
+        answer = b'{"ok":true,"id":"wizard-probe"}'
+        response = h11.Response(
+            status_code=200,
+            headers=[("content-type", "application/json"), ("content-length", str(len(answer)))],
+        )
+        writer.write(connection.send(response) + connection.send(h11.Data(data=answer)))
+        writer.write(connection.send(h11.EndOfMessage()))
+        await writer.drain()
+        return connection.our_state is h11.DONE and connection.their_state is h11.DONE
