@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -22,6 +24,7 @@ import pytest
 
 from tests.live.conftest import LiveRun, run_live
 from wizard.engines import bundle as engine
+from wizard.runner.proofs.sink import ProbeSink
 from wizard.testing.script import call
 from wizard.tools.sandbox import MAX_PROCESSES, build_policy, process_cap, remove_cgroup
 from wizard.tools.shell import shell_tool
@@ -219,9 +222,50 @@ async def test_a_command_stopped_at_its_timeout_leaves_nothing_in_the_project(
     (project / "app.py").write_text("print('app')\n")
     private = tmp_path / "private"
     private.mkdir()
+    (tmp_path / "run-tmp").mkdir()  # the run's temp folder: the runtime's sockets go there
     policy = build_policy(project, tmp_path / "run-tmp").reading(installed.prefix)
     cli = installed.sandbox_entry.with_name("cli.js")
     bash = shell_tool(project, (policy.with_settings_file(private), installed.node, cli))
     result = await bash.handler({"command": "sleep 30", "timeout": 1})
     assert result.is_error and "timed out" in result.text
     assert sorted(p.name for p in project.iterdir()) == ["app.py"]
+
+
+async def test_a_command_reaches_an_allowed_host_and_no_other(tmp_path: Path, home: Path) -> None:
+    """The runtime's network bridge is mounted from the pi host's temp folder: in the closed
+    system temp folder it was hidden, and no allowed host (not even the package registries)
+    could be reached. The allowed host here is served by a sink on a Unix socket, through the
+    runtime's proxy, as a proof's probe is."""
+    project = tmp_path / "project"
+    project.mkdir()
+    script = "\n".join((
+        "import urllib.request",
+        "for host in ('allowed.wizard-test.invalid', 'denied.wizard-test.invalid'):",
+        "    try:",
+        "        body = urllib.request.urlopen(f'http://{host}/hello', timeout=10).read()",
+        "        print('CASE-' + host.split('.')[0] + ': REACHED', body.decode())",
+        "    except Exception as exc:",
+        "        print('CASE-' + host.split('.')[0] + ': BLOCKED', type(exc).__name__)",
+    ))  # fmt: skip
+    scenario = {
+        "responses": [
+            {"blocks": [call("write", path="reach.py", content=script)]},
+            {"blocks": [call("bash", command="python3 reach.py")]},
+            {"blocks": [{"text": "Done."}]},
+            {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
+        ]
+    }
+    policy = build_policy(project, tmp_path / "run-tmp")
+    (tmp_path / "run-tmp").mkdir()
+    socket = Path(tempfile.mkdtemp(prefix="wizard-sink-")) / "sink.sock"
+    try:
+        async with ProbeSink(socket) as sink:
+            policy = policy.probing("allowed.wizard-test.invalid", socket)
+            live = await run_live(project, scenario, sandbox=policy)
+    finally:
+        shutil.rmtree(socket.parent, ignore_errors=True)
+    results = _tool_results(live)
+    assert "CASE-allowed: REACHED" in results and "wizard-probe" in results, results
+    assert "CASE-denied: BLOCKED" in results, results
+    assert [(r.method, r.path) for r in sink.received] == [("GET", "/hello")]
+    live.assert_no_process_left()

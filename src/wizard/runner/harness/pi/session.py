@@ -125,10 +125,10 @@ class PiSession:
         """Spawn the pi host and wait until its session is ready; `EngineError` otherwise."""
         engine = await asyncio.to_thread(self._engine)
         await self._exits.enter_async_context(self.bridge)
-        agent_dir = await self._prepare_agent_dir(engine)
         # The host's own temp folder (the sandbox runtime's sockets go there): removed at close
         # even when pi was killed and could not clean up after itself.
         self._host_tmp = _host_temp_dir()
+        agent_dir = await self._prepare_agent_dir(engine)
         env = {
             **child_env(),
             "PI_CODING_AGENT_DIR": str(agent_dir),
@@ -186,9 +186,12 @@ class PiSession:
         }
         if launch.sandbox is not None:
             # This run's private folders are closed to its commands too; the runtime's own
-            # helpers (its seccomp filter) are read from the engine, read-only.
+            # helpers (its seccomp filter) are read from the engine, read-only, and so is the
+            # host's temp folder: the runtime mounts its network bridge's sockets from there,
+            # and in the closed system temp folder they would be hidden (no allowed host, not
+            # even the package registries, could be reached).
             private = launch.sandbox.denying(agent_dir, self.bridge.socket_path.parent)
-            private = private.reading(engine.prefix)
+            private = private.reading(engine.prefix, *filter(None, [self._host_tmp]))
             host["sandbox"] = {**private.host_spec(), "entry": str(engine.sandbox_entry)}
         (agent_dir / "launch.json").write_text(json.dumps(host))
         return agent_dir
