@@ -223,5 +223,8 @@ def _judge(proof: SendProof, entry: Entry, received: list[Received], code: int |
                       f"{proof.key_variable} (a key written into the code?)")  # fmt: skip
     if recipient.encode() not in hit.body:
         return failed(f"the request to {proof.path} did not carry the recipient it was given")
+    if code != 0:
+        return failed(f"the send reached {proof.path}, but calling {called} then failed "
+                      f"({ended}): {tail or 'no output'}")  # fmt: skip
     return proven(f"calling {called} sent one {hit.method} {proof.path} carrying the probe's "
                   f"recipient and the key from {proof.key_variable}")  # fmt: skip

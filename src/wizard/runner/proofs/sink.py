@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import h11
 
 MAX_BODY_BYTES = 1_000_000
+CLOSE_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,11 @@ class ProbeSink:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
         try:
-            while await self._one(connection, reader, writer):
-                connection.start_next_cycle()
+            await self._one(connection, reader, writer)
+            # The proxy closes first: closing under a write it has not finished would turn
+            # the answer it already has into an error for the code under probe.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_until_closed(reader), CLOSE_WAIT_S)
         except (h11.RemoteProtocolError, ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -67,8 +71,9 @@ class ProbeSink:
 
     async def _one(
         self, connection: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> bool:
-        """Serve one request; whether the connection may carry another."""
+    ) -> None:
+        """Serve one request, and say the connection ends with it (a proxy that pooled the
+        connection would otherwise send the next request into a closed socket)."""
         request: h11.Request | None = None
         body = bytearray()
         while True:
@@ -77,10 +82,10 @@ class ProbeSink:
                 data = await reader.read(65536)
                 connection.receive_data(data)
                 if not data and request is None:
-                    return False
+                    return
                 continue
             if isinstance(event, h11.ConnectionClosed):
-                return False
+                return
             if isinstance(event, h11.Request):
                 request = event
             elif isinstance(event, h11.Data):
@@ -97,9 +102,18 @@ class ProbeSink:
         answer = b'{"ok":true,"id":"wizard-probe"}'
         response = h11.Response(
             status_code=200,
-            headers=[("content-type", "application/json"), ("content-length", str(len(answer)))],
+            headers=[
+                ("content-type", "application/json"),
+                ("content-length", str(len(answer))),
+                ("connection", "close"),
+            ],
         )
         writer.write(connection.send(response) + connection.send(h11.Data(data=answer)))
         writer.write(connection.send(h11.EndOfMessage()))
         await writer.drain()
-        return connection.our_state is h11.DONE and connection.their_state is h11.DONE
+
+
+async def _until_closed(reader: asyncio.StreamReader) -> None:
+    """Read, and drop, what comes until the peer closes."""
+    while await reader.read(65536):
+        pass

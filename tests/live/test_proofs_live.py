@@ -1,0 +1,128 @@
+"""Runtime proofs, executed for real: wizard calls the send path the skill recorded, in the OS
+sandbox, with the email API's host on a local sink; only a send that reaches the sink with the
+probe's recipient and key is proven, and nothing reaches any other host."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.integrations import SENDER
+from wizard.outcome import ProofResult
+from wizard.programs.registry import get_program
+from wizard.runner.proofs import prove
+from wizard.runner.verification import check_runner
+from wizard.tools.sandbox import build_policy
+
+pytestmark = pytest.mark.live
+
+CORPUS = Path(__file__).parents[1] / "corpus"
+EMAIL = get_program("transactional-email").proofs
+ENTRY = ".posthog/email-probe.json"
+NODE_SENDER = """export async function sendReset(to) {
+  const response = await fetch(`${process.env.EMAIL_API_HOST}/api/email/send`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${process.env.POSTHOG_EMAIL_API_KEY}` },
+    body: JSON.stringify({ to, subject: "Reset" }),
+  });
+  if (!response.ok) throw new Error(`email API: ${response.status}`);
+}
+"""
+
+
+async def _prove(project: Path, *, sandboxed: bool = True) -> ProofResult:
+    run_tmp = Path(tempfile.mkdtemp(prefix="wizard-run-"))
+    workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
+    try:
+        policy = build_policy(project, run_tmp) if sandboxed else None
+        runner = check_runner(policy, workspace)
+        (result,) = await prove(EMAIL, project, runner.sandbox, workspace, runner.unsandboxable)
+    finally:
+        shutil.rmtree(run_tmp, ignore_errors=True)
+        shutil.rmtree(workspace, ignore_errors=True)
+    return result
+
+
+def _project(tmp_path: Path, sender: str = SENDER, entry: dict[str, object] | None = None) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "wizard_test_sender.py").write_text(sender)
+    entry = entry or {"module": "wizard_test_sender", "function": "send_email",
+                      "args": ["{recipient}"]}  # fmt: skip
+    (project / ".posthog").mkdir()
+    (project / ENTRY).write_text(json.dumps(entry))
+    return project
+
+
+async def test_a_send_that_reaches_the_api_is_proven_and_leaves_nothing(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / ".env").write_text("POSTHOG_EMAIL_API_KEY=phx_the_users_real_key\n")
+    before = sorted(p.name for p in project.iterdir())
+    result = await _prove(project)
+    assert (result.kind, result.status) == ("runtime", "proven"), result.reason
+    assert "wizard_test_sender:send_email sent one POST /api/email/send" in result.evidence
+    assert sorted(p.name for p in project.iterdir()) == before  # no bytecode, nothing else
+
+
+@pytest.mark.parametrize(
+    ("sabotage", "reason"),
+    [
+        # The key written into the code instead of read from the environment.
+        (('os.environ["POSTHOG_EMAIL_API_KEY"]', '"phx_hardcoded"'), "did not carry the key"),
+        # The host hard-coded to the public cloud: the sandbox lets nothing out.
+        (('os.environ["EMAIL_API_HOST"]', '"https://us.i.posthog.com"'), "sent nothing"),
+        # The client written, but the send path never calls it.
+        (("    urllib.request.urlopen(request, timeout=10).read()\n", "    pass\n"),
+         "sent nothing"),
+        # One send, two requests.
+        (("def send_email(to):\n", "def send_email(to):\n    _send(to)\n    _send(to)\n\n\n"
+          "def _send(to):\n"), "2 requests"),
+    ],
+)  # fmt: skip
+async def test_a_sabotaged_send_is_not_proven(
+    tmp_path: Path, sabotage: tuple[str, str], reason: str
+) -> None:
+    old, new = sabotage
+    assert old in SENDER
+    result = await _prove(_project(tmp_path, SENDER.replace(old, new)))
+    assert result.status == "failed" and reason in result.reason, result.reason
+
+
+async def test_a_node_send_with_fetch_is_proven(tmp_path: Path) -> None:
+    """Node's fetch ignores proxy settings: the forwarder inside the sandbox carries it."""
+    project = _project(tmp_path)
+    (project / "mailer.mjs").write_text(NODE_SENDER)
+    entry = {"module": "mailer.mjs", "function": "sendReset", "args": ["{recipient}"]}
+    (project / ENTRY).write_text(json.dumps(entry))
+    result = await _prove(project)
+    assert result.status == "proven", result.reason
+
+
+async def test_a_real_app_whose_dependencies_are_missing_is_not_proven_and_says_why(
+    tmp_path: Path,
+) -> None:
+    """flask-celery-example imports Flask-Mail and Celery, not installed here: the probe
+    cannot run it, so the run is set up, not proven, never proven."""
+    project = tmp_path / "project"
+    shutil.copytree(CORPUS / "flask-celery-example", project)
+    entry = {"module": "app", "function": "send_async_email",
+             "args": [{"to": "{recipient}", "subject": "Hi", "body": "Hello"}]}  # fmt: skip
+    (project / ".posthog").mkdir()
+    (project / ENTRY).write_text(json.dumps(entry))
+    result = await _prove(project)
+    assert result.status == "not_run", result
+    assert result.reason.startswith("a dependency is missing: ")
+
+
+async def test_no_entry_fails_and_no_sandbox_or_typescript_does_not_run(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    assert (await _prove(project, sandboxed=False)).status == "not_run"
+    (project / ENTRY).write_text(json.dumps({"module": "src/mailer.ts", "function": "send"}))
+    assert (await _prove(project)).status == "not_run"
+    (project / ENTRY).unlink()
+    missing = await _prove(project)
+    assert missing.status == "failed" and "recorded no entry" in missing.reason
