@@ -251,3 +251,35 @@ async def test_a_check_on_dependencies_the_run_changed_is_not_compared_and_count
     (check,) = result.checks
     assert (result.status, check.before) == ("failed", None) and before_called == []
     assert "the run changed its dependencies" in check.output_tail
+
+
+@pytest.mark.parametrize(
+    ("before_script", "before"),
+    [
+        ("exit 1\n", "failed"),  # broken before too: excused
+        ("sleep 30\n", "skipped"),  # timed out before: could not compare
+        ("", "skipped"),  # its command not found before: could not compare
+    ],
+)
+async def test_a_check_that_could_not_run_before_the_run_excuses_nothing(
+    tmp_path: Path, before_script: str, before: str
+) -> None:
+    """`./check.sh` fails after the run; on the tree before it, only a real failure there
+    excuses it, never a check that timed out or whose command was not there."""
+    from wizard.runner.checks import Check
+
+    _tree(tmp_path, {"check.sh": "exit 1\n"})
+    (tmp_path / "check.sh").chmod(0o755)
+    files = {"check.sh": before_script} if before_script else {}
+
+    def write_before(folder: Path) -> None:
+        _tree(folder, files)
+        if files:
+            (folder / "check.sh").chmod(0o755)
+
+    checks = [Check("the project's check passes", "./check.sh")]
+    runner = CheckRunner(None, timeout=2.0)
+    result = await verify(checks, tmp_path, runner, write_before, tmp_path)
+    (check,) = result.checks
+    assert (check.status, check.before) == ("failed", before)
+    assert result.status == ("passed" if before == "failed" else "failed")

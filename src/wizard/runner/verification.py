@@ -38,6 +38,8 @@ from wizard.tools.shell import run_command
 
 CHECK_TIMEOUT_S = 120.0
 TAIL_LINES = 12
+# A shell's exit codes for a command it could not run: not executable, not found.
+COULD_NOT_RUN = (126, 127)
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,12 @@ class CheckRunner:
         scoped = policy.for_tree(folder).with_settings_file(private)
         return replace(self, sandbox=(scoped, node, cli))
 
-    async def run(self, check: Check, folder: Path) -> tuple[CheckStatus, str]:
-        """The check's status in `folder`, and the end of its output."""
+    async def run(
+        self, check: Check, folder: Path, *, before: bool = False
+    ) -> tuple[CheckStatus, str]:
+        """The check's status in `folder`, and the end of its output. On the tree `before`
+        the run, a check that could not run there (it timed out, its command was not found)
+        is `skipped`: nothing to compare with, so it excuses nothing."""
         if check.inline is not None:
             problem = await asyncio.to_thread(check.inline, folder)
             return ("failed", problem) if problem is not None else ("passed", "")
@@ -72,8 +78,10 @@ class CheckRunner:
         limit = check.timeout or self.timeout
         code, output = await run_command(check.command, self.sandbox, folder, limit)
         if code is None:
-            return "failed", f"timed out after {limit:g} s"
+            return ("skipped" if before else "failed"), f"timed out after {limit:g} s"
         text = "\n".join(output.splitlines()[-TAIL_LINES:])
+        if before and code in COULD_NOT_RUN:
+            return "skipped", text
         return ("passed" if code == 0 else "failed"), text
 
 
@@ -138,7 +146,7 @@ async def _before_the_run(
     redone = []
     for check, result, compare in zip(checks, results, compared, strict=True):
         if result.status == "failed" and compare:
-            status, _ = await tree_runner.run(check, folder)
+            status, _ = await tree_runner.run(check, folder, before=True)
             result = replace(result, before=status)
         redone.append(result)
     return redone
@@ -291,8 +299,12 @@ def _unverified_outro(context: RunContext, result: Verification) -> Outro:
     tail = f"\n\n{failed.output_tail}" if failed.output_tail else ""
     more = len(result.failures) - 1
     others = f" ({more} more check{'s' if more != 1 else ''} failed too)" if more else ""
+    before = {
+        "passed": "and passed before them",
+        "skipped": "and could not run on the project as it was before them (so nothing excuses it)",
+    }.get(failed.before or "", "")
     body = (
-        f"The agent said it was done, but the check “{failed.name}” fails after its changes "
-        f"and passed before them{others}.{tail}\n\n{after}"
+        f"The agent said it was done, but the check “{failed.name}” fails after its changes"
+        f"{' ' + before if before else ''}{others}.{tail}\n\n{after}"
     )
     return Outro("error", f"{context.program.label}: a check failed after the run", body)
