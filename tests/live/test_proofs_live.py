@@ -126,3 +126,102 @@ async def test_no_entry_fails_and_no_sandbox_or_typescript_does_not_run(tmp_path
     (project / ENTRY).unlink()
     missing = await _prove(project)
     assert missing.status == "failed" and "recorded no entry" in missing.reason
+
+
+MCP = get_program("mcp-analytics").proofs
+SERVER = """import os
+
+from mcp.server.mcpserver import MCPServer
+from posthog import Posthog
+
+posthog = Posthog(os.environ["POSTHOG_API_KEY"], host=os.environ["POSTHOG_HOST"],
+                  flush_interval=0.5)
+server = MCPServer("weather")
+
+
+@server.tool()
+def get_alerts(state: str) -> str:
+    posthog.capture("mcp tool called", distinct_id="mcp", properties={"tool": "get_alerts"})
+    return f"No alerts for {state}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+"""
+
+
+def _with_dependencies(project: Path) -> Path:
+    """The project's own `.venv`, holding what the server imports (`mcp`, `posthog`): this
+    test's, reached through a `.pth` file; the sandbox must be able to read it."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    venv = project / ".venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
+    packages = Path(sysconfig.get_paths()["purelib"])
+    (next(venv.glob("lib/python3*/site-packages")) / "wizard-test.pth").write_text(f"{packages}\n")
+    return packages
+
+
+async def _prove_mcp(project: Path, packages: Path) -> ProofResult:
+    run_tmp = Path(tempfile.mkdtemp(prefix="wizard-run-"))
+    workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
+    try:
+        runner = check_runner(build_policy(project, run_tmp).reading(packages), workspace)
+        (result,) = await prove(MCP, project, runner.sandbox, workspace, runner.unsandboxable)
+    finally:
+        shutil.rmtree(run_tmp, ignore_errors=True)
+        shutil.rmtree(workspace, ignore_errors=True)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("sabotage", "status", "reason"),
+    [
+        (None, "proven", ""),
+        (('os.environ["POSTHOG_API_KEY"]', '"phc_hardcoded"'), "failed", "did not carry the key"),
+        (('os.environ["POSTHOG_HOST"]', '"https://us.i.posthog.com"'), "failed", "no capture"),
+        (("    posthog.capture(", "    if False: posthog.capture("), "failed", "no capture"),
+        (("def get_alerts(", "def get_weather_alerts("), "failed", "has no tool 'get_alerts'"),
+    ],
+)  # fmt: skip
+async def test_an_mcp_servers_tool_call_must_be_captured(
+    tmp_path: Path, sabotage: tuple[str, str] | None, status: str, reason: str
+) -> None:
+    """wizard starts the server itself over stdio, lists its tools, calls the recorded one
+    with the `mcp` client, and looks for the capture at the sink."""
+    project = tmp_path / "project"
+    project.mkdir()
+    packages = _with_dependencies(project)
+    source = SERVER if sabotage is None else SERVER.replace(*sabotage)
+    (project / "server.py").write_text(source)
+    (project / ".posthog").mkdir()
+    entry = {"command": ["python", "server.py"], "tool": "get_alerts", "arguments": {"state": "CA"}}
+    (project / ".posthog" / "mcp-probe.json").write_text(json.dumps(entry))
+    result = await _prove_mcp(project, packages)
+    assert (result.kind, result.status) == ("runtime", status), result
+    assert reason in result.reason
+    if status == "proven":
+        assert "called the tool get_alerts over stdio" in result.evidence
+
+
+async def test_the_real_weather_server_without_its_dependencies_is_not_proven(
+    tmp_path: Path,
+) -> None:
+    """The quickstart weather server imports `mcp.server.fastmcp` (mcp 1.x); the project's
+    environment here has mcp 2.x: the server cannot start, and the run is not proven."""
+    project = tmp_path / "project"
+    shutil.copytree(CORPUS / "mcp-weather-server-python", project)
+    packages = _with_dependencies(project)
+    (project / ".posthog").mkdir()
+    entry = {
+        "command": ["python", "weather.py"],
+        "tool": "get_alerts",
+        "arguments": {"state": "CA"},
+    }
+    (project / ".posthog" / "mcp-probe.json").write_text(json.dumps(entry))
+    result = await _prove_mcp(project, packages)
+    assert result.status == "not_run", result
+    assert "a dependency is missing" in result.reason and "fastmcp" in result.reason

@@ -1,6 +1,6 @@
 """MCP analytics: capture the tool calls of an MCP server the project builds."""
 
-from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, TaskType
+from wizard.programs.types import AbortCase, McpProof, Orchestration, ProgramConfig, TaskType
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -23,7 +23,7 @@ PLAN = Orchestration(
         TaskType(
             "wrap",
             "Wrap the server where it is constructed; the key comes from the environment.",
-            "Do steps 2 and 3 of the skill at the place named in the handoff.",
+            "Do steps 2, 3 and 4 of the skill at the place named in the handoff.",
         ),
     ),
 )
@@ -38,6 +38,14 @@ MCP_ANALYTICS = ProgramConfig(
     success_message="MCP analytics set up",
     docs_url="https://posthog.com/docs/mcp-analytics",
     orchestration=PLAN,
+    proofs=(
+        McpProof(
+            "a tool call is captured",
+            entry_file=".posthog/mcp-probe.json",
+            key_variable="POSTHOG_API_KEY",
+            host_variable="POSTHOG_HOST",
+        ),
+    ),
     abort_cases=(
         AbortCase(
             match=r"^unsupported language for mcp analytics$",

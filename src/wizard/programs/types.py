@@ -88,8 +88,23 @@ class SendProof:
     kind: Literal["runtime"] = "runtime"
 
 
+@dataclass(frozen=True)
+class McpProof:
+    """Runtime: wizard starts the MCP server the skill records in `entry_file` (a JSON object:
+    `command`, the server's argv; `tool` and `arguments`, one call to make) over stdio in the
+    run's sandbox, with `host_variable` pointing at a local sink and `key_variable` holding a
+    probe key; it lists the server's tools, calls the recorded one with a maintained MCP
+    client, and the sink must receive a capture naming that tool and carrying the key."""
+
+    name: str
+    entry_file: str
+    key_variable: str
+    host_variable: str
+    kind: Literal["runtime"] = "runtime"
+
+
 # What a program shows about its run before wizard says "set up" (`runner.proofs`).
-ProgramProof = CallSiteProof | InitOptionProof | ConfigProof | SendProof
+ProgramProof = CallSiteProof | InitOptionProof | ConfigProof | SendProof | McpProof
 
 
 @dataclass(frozen=True)

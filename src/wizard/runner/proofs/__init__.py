@@ -15,9 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wizard.outcome import ProofResult
-from wizard.programs.types import CallSiteProof, ConfigProof, InitOptionProof, ProgramProof
+from wizard.programs.types import (
+    CallSiteProof,
+    ConfigProof,
+    InitOptionProof,
+    McpProof,
+    ProgramProof,
+)
 from wizard.runner.proofs.finding import Finding, not_run
-from wizard.runner.proofs.probe import send_probe
+from wizard.runner.proofs.mcp import mcp_probe
+from wizard.runner.proofs.send import send_probe
 from wizard.runner.proofs.static import call_sites, config_file, init_option
 from wizard.tools.sandbox import SandboxPolicy
 
@@ -60,4 +67,6 @@ async def _finding(
         return await asyncio.to_thread(config_file, project, proof)
     if unsandboxable is not None:
         return not_run(unsandboxable)
+    if isinstance(proof, McpProof):
+        return await mcp_probe(proof, project, sandbox, private)
     return await send_probe(proof, project, sandbox, private)

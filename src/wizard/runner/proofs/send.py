@@ -1,64 +1,26 @@
-"""Runtime proofs: wizard runs the project's own code, in the run's OS sandbox, against a local
-sink, and asserts what the sink receives.
-
-The probe's command reaches one host, `PROBE_HOST`, which the sandbox runtime's proxy hands to
-the sink (`SandboxPolicy.probing`): the package registries, the vendor's real hosts and the
-gateway are all out of reach, so nothing leaves the machine. Inside the sandbox a small
-forwarder listens on the loopback of the command's own network namespace, where the variable
-the code reads for the vendor's host points, and passes each request through the proxy to the
-sink, so code that ignores proxy settings (Node's `fetch`) reaches it too. The variables hold
-probe values, never the user's: `.env` files stay closed to the probe as to every command.
-"""
+"""The send probe: wizard calls the send path the skill recorded, in the run's sandbox, with the
+vendor's host on a local sink (`forwarding`), and asserts the sink received exactly one
+request carrying the probe's recipient and key."""
 
 from __future__ import annotations
 
 import json
-import secrets
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wizard.programs.types import SendProof
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
+from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in
 from wizard.runner.proofs.sink import ProbeSink, Received
 from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import run_command
 
-PROBE_HOST = "probe-sink.invalid"
-# Inside the probe's own network namespace: no other process of the machine listens there.
-FORWARD_PORT = 47811
 PROBE_TIMEOUT_S = 45.0
 MISSING = "WIZARD-PROBE-MISSING"
 
-_FORWARDER = f"""
-import http.server, sys, urllib.error, urllib.request
-class Forward(http.server.BaseHTTPRequestHandler):
-    def handle_any(self):
-        size = int(self.headers.get("content-length") or 0)
-        body = self.rfile.read(size) if size else None
-        skip = ("host", "content-length", "connection", "transfer-encoding")
-        headers = {{k: v for k, v in self.headers.items() if k.lower() not in skip}}
-        request = urllib.request.Request("http://{PROBE_HOST}" + self.path, data=body,
-                                         headers=headers, method=self.command)
-        try:
-            with urllib.request.urlopen(request, timeout=20) as response:
-                status, data = response.status, response.read()
-        except urllib.error.HTTPError as error:
-            status, data = error.code, error.read()
-        except Exception as error:
-            status, data = 502, f"wizard's probe forwarder: {{error}}".encode()
-        self.send_response(status)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(("127.0.0.1", {FORWARD_PORT}), Forward).serve_forever()
-"""
 # Calls the entry; a module the project does not have is a missing dependency (exit 3).
 _CALL_PYTHON = f"""
 import asyncio, importlib, json, os, sys
@@ -147,29 +109,15 @@ def _substitute(value: Any, recipient: str) -> Any:
     return value
 
 
-def _command(entry: Entry, project: Path, variables: dict[str, str], recipient: str) -> str:
+def _call(entry: Entry, project: Path, recipient: str) -> str:
     spec = {"module": entry.module, "function": entry.function,
             "args": _substitute(entry.args, recipient),
             "kwargs": _substitute(entry.kwargs, recipient)}  # fmt: skip
     if entry.node:
         call = f"node --input-type=module -e {shlex.quote(_CALL_NODE)}"
     else:
-        venv = project / entry.folder / ".venv" / "bin" / "python"
-        python = ".venv/bin/python" if venv.exists() else "python3"
-        call = f"{python} -c {shlex.quote(_CALL_PYTHON)}"
-    # The probe leaves nothing behind in the project: no bytecode caches.
-    variables = {**variables, "PYTHONDONTWRITEBYTECODE": "1"}
-    exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in variables.items())
-    return "\n".join((
-        f"cd {shlex.quote(entry.folder)} || exit 2",
-        f"export {exports}",
-        f"python3 -I -c {shlex.quote(_FORWARDER)} &",
-        "forwarder=$!",
-        "trap 'kill $forwarder 2>/dev/null' EXIT",
-        f"for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{FORWARD_PORT}) 2>/dev/null "
-        "&& break; sleep 0.05; done",
-        f"{call} {shlex.quote(json.dumps(spec))}",
-    ))  # fmt: skip
+        call = f"{python_in(project, entry.folder)} -c {shlex.quote(_CALL_PYTHON)}"
+    return f"{call} {shlex.quote(json.dumps(spec))}"
 
 
 async def send_probe(
@@ -181,24 +129,19 @@ async def send_probe(
     """Call the recorded entry with the vendor's host on a local sink; proven when exactly
     one request reached `proof.path` carrying the probe's recipient and key."""
     if sandbox is None:
-        return not_run("a probe runs only in the OS sandbox, so that nothing leaves the machine")
+        return not_run(NO_SANDBOX)
     entry = read_entry(project, proof.entry_file)
     if isinstance(entry, str):
         return failed(entry)
     if entry.typescript:
         return not_run(f"{entry.module} is TypeScript: build it, and record the built file")
-    nonce = secrets.token_hex(6)
-    recipient = f"probe-{nonce}@wizard-probe.invalid"
-    key = f"wizard_probe_key_{nonce}"
-    base = f"http://127.0.0.1:{FORWARD_PORT}"
-    folder = Path(tempfile.mkdtemp(prefix="probe-", dir=private))
-    policy, node, cli = sandbox
-    scoped = policy.probing(PROBE_HOST, folder / "sink.sock").with_settings_file(folder)
-    command = _command(entry, project, {proof.host_variable: base, proof.key_variable: key},
-                       recipient)  # fmt: skip
-    async with ProbeSink(folder / "sink.sock") as sink:
-        code, output = await run_command(command, (scoped, node, cli), project, PROBE_TIMEOUT_S)
-    return _judge(proof, entry, sink.received, code, output, recipient, key)
+    probe = Probe.open(sandbox, private)
+    recipient = f"probe-{probe.nonce}@wizard-probe.invalid"
+    variables = {proof.host_variable: PROBE_URL, proof.key_variable: probe.key}
+    command = probe.script(entry.folder, variables, _call(entry, project, recipient))
+    async with ProbeSink(probe.socket) as sink:
+        code, output = await run_command(command, probe.sandbox, project, PROBE_TIMEOUT_S)
+    return _judge(proof, entry, sink.received, code, output, recipient, probe.key)
 
 
 def _judge(proof: SendProof, entry: Entry, received: list[Received], code: int | None,
