@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integrations import email_sent
 from wizard.events import EventRecorder, LogLine
 from wizard.journal import Journal
 from wizard.programs import get_program
@@ -19,7 +20,7 @@ from wizard.testing.fake_session import FakePiSession
 
 WRITE = {"tool_call": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}}}
 TURNS = [
-    [{"blocks": [WRITE]}, {"blocks": [{"text": "Done."}]}],
+    [{"blocks": [WRITE, *email_sent()]}, {"blocks": [{"text": "Done."}]}],
     [{"blocks": [{"text": "[WIZARD-REMARK] -"}]}],
 ]
 
@@ -45,7 +46,9 @@ async def test_a_run_is_journaled(tmp_path: Path) -> None:
     assert record is not None and record.status == "succeeded"
     # The skill wizard installed, and the file the agent wrote with wizard's write tool.
     assert record.changed == [".claude/skills/transactional-email/.wizard-skill",
-                              ".claude/skills/transactional-email/SKILL.md", "a.txt"]  # fmt: skip
+                              ".claude/skills/transactional-email/SKILL.md",
+                              ".posthog/email-probe.json", "a.txt",
+                              "wizard_test_sender.py"]  # fmt: skip
 
 
 async def test_without_git_the_run_goes_on_and_says_undo_is_off(
@@ -63,7 +66,7 @@ async def test_without_git_the_run_goes_on_and_says_undo_is_off(
     recorder = EventRecorder()
     fake = FakePiSession(TURNS)
     outcome = await run_program(_request(project, recorder), PiHarness(session_factory=fake))
-    assert outcome.status == "succeeded"
+    assert outcome.status == "succeeded", (outcome.reason, outcome.verification)
     warnings = [e.message for e in recorder.events if isinstance(e, LogLine)]
     assert any("git was not found" in w and "wizard undo" in w for w in warnings)
     assert Journal(project).records() == []

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integrations import email_sent
 from wizard.testing.gateway import ScriptedGateway
 from wizard.testing.script import reply
 
@@ -128,6 +129,9 @@ def _project(project: Path, w: World) -> None:
 
 
 DONE = [reply({"text": "Done."}), reply({"text": "[WIZARD-REMARK] -"})]
+# The hostile agent also sets transactional email up, so that the run's proof passes and the
+# test sees what a successful run leaves behind.
+SET_UP = [reply(*email_sent()), *DONE]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.scenarios.conftest import gateway_process, wizard_env
-from tests.security.conftest import DONE, World
+from tests.security.conftest import SET_UP, World
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply
 
@@ -61,7 +61,7 @@ def test_no_config_the_agent_planted_runs_at_the_end_of_the_run_or_at_undo(
             reply(call("write", path="plant.py", content=PLANT)),
             reply(call("bash", command="python3 plant.py")),
             reply(call("write", path="newrepo/app.py", content="x = 1\n")),
-            *DONE,
+            *SET_UP,
         ]
     }
     url, _ = gateway_process(scenario)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.scenarios.conftest import gateway_process, wizard_env
-from tests.security.conftest import DONE, World
+from tests.security.conftest import SET_UP, World
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply
 
@@ -76,7 +76,7 @@ def test_what_the_journal_could_not_store_is_named_shown_and_undone(
         "responses": [
             reply(call("write", path="leave.py", content=script)),
             reply(call("bash", command="python3 leave.py")),
-            *DONE,
+            *SET_UP,
         ]
     }
     url, _ = gateway_process(scenario)
@@ -139,7 +139,7 @@ def test_a_repository_planted_in_a_preview_never_reaches_the_project_through_app
         "responses": [
             reply(call("write", path="plant.py", content=script)),
             reply(call("bash", command="python3 plant.py")),
-            *DONE,
+            *SET_UP,
         ]
     }
     url, _ = gateway_process(scenario)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.scenarios.conftest import ci_lines
-from tests.security.conftest import DONE, World
+from tests.security.conftest import SET_UP, World
 from wizard.testing.cli import run_wizard, wizard_env
 from wizard.testing.gateway import ScriptedGateway
 from wizard.testing.script import call, reply
@@ -80,7 +80,7 @@ async def test_a_preview_agent_reaches_neither_the_project_nor_the_journal(
             reply(call("write", path="escape.py", content=ESCAPE.format(project=str(project)))),
             reply(call("bash", command="python3 escape.py")),
             reply(call("write", path="app.py", content="print('previewed')\n")),
-            *DONE,
+            *SET_UP,
         ]
     }
     before, untouched = world.state(), tree_hash(project)
@@ -109,7 +109,7 @@ async def test_a_preview_agent_reaches_neither_the_project_nor_the_journal(
     outcome = ci_lines(run.stdout)[-1]
     # The swapped mount is still the dependency folder's place: never a change to apply.
     changed = [path for path in outcome["changed_files"] if not path.startswith(".claude/")]
-    assert changed == ["app.py", "escape.py"]
+    assert changed == [".posthog/email-probe.json", "app.py", "escape.py", "wizard_test_sender.py"]
 
     applied = await asyncio.to_thread(run_wizard, "apply", "--project", str(project), env=env)
     assert applied.returncode == 0, applied.stderr

@@ -27,7 +27,7 @@ import wizard
 from tests.security.conftest import (
     CACHE_TARGETS,
     CANARY_FILES,
-    DONE,
+    SET_UP,
     World,
     build_world,
 )
@@ -120,7 +120,7 @@ async def test_an_ordinary_users_run_holds_the_same_boundary(
                 call("write", path="code.py", content=PLANT_CODE.format(paths=PLANTED, payload="x"))
             ),
             reply(call("bash", command="python3 code.py")),
-            *DONE,
+            *SET_UP,
         ]
     }
     before, home = world.state(), world.home

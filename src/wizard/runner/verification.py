@@ -34,12 +34,10 @@ from wizard.runner.proofs import prove
 from wizard.runner.sequence.context import RunContext
 from wizard.skills.install import SKILL_FILES
 from wizard.tools.sandbox import SandboxPolicy
-from wizard.tools.shell import run_command
+from wizard.tools.shell import COULD_NOT_RUN, run_command
 
 CHECK_TIMEOUT_S = 120.0
 TAIL_LINES = 12
-# A shell's exit codes for a command it could not run: not executable, not found.
-COULD_NOT_RUN = (126, 127)
 
 
 @dataclass(frozen=True)
@@ -64,25 +62,20 @@ class CheckRunner:
         scoped = policy.for_tree(folder).with_settings_file(private)
         return replace(self, sandbox=(scoped, node, cli))
 
-    async def run(
-        self, check: Check, folder: Path, *, before: bool = False
-    ) -> tuple[CheckStatus, str]:
-        """The check's status in `folder`, and the end of its output. On the tree `before`
-        the run, a check that could not run there (it timed out, its command was not found)
-        is `skipped`: nothing to compare with, so it excuses nothing."""
+    async def run(self, check: Check, folder: Path) -> tuple[CheckStatus, str, bool]:
+        """The check's status in `folder`, the end of its output, and whether it ran at all
+        (one that timed out, or whose command could not be run, did not)."""
         if check.inline is not None:
             problem = await asyncio.to_thread(check.inline, folder)
-            return ("failed", problem) if problem is not None else ("passed", "")
+            return ("failed", problem, True) if problem is not None else ("passed", "", True)
         if self.unsandboxable is not None:
-            return "skipped", self.unsandboxable
+            return "skipped", self.unsandboxable, False
         limit = check.timeout or self.timeout
         code, output = await run_command(check.command, self.sandbox, folder, limit)
         if code is None:
-            return ("skipped" if before else "failed"), f"timed out after {limit:g} s"
+            return "failed", f"timed out after {limit:g} s", False
         text = "\n".join(output.splitlines()[-TAIL_LINES:])
-        if before and code in COULD_NOT_RUN:
-            return "skipped", text
-        return ("passed" if code == 0 else "failed"), text
+        return ("passed" if code == 0 else "failed"), text, code not in COULD_NOT_RUN
 
 
 async def verify(
@@ -98,16 +91,17 @@ async def verify(
     `before` writes into an empty folder under `scratch` (with the project's dependency
     folders: a check that runs them is compared only if the run left them as they were,
     `dependencies_changed` False; one that could not be compared is never excused)."""
-    results = []
+    results, ran = [], []
     for check in checks:
         started = time.monotonic()
-        result, tail = await runner.run(check, project)
+        result, tail, did_run = await runner.run(check, project)
         command = check.command or "(checked by wizard)"
         results.append(CheckResult(check.name, command, result, None,
                                    round(time.monotonic() - started, 3), tail))  # fmt: skip
+        ran.append(did_run)
     compared = [c.compare and not (c.needs_dependencies and dependencies_changed) for c in checks]
     if any(r.status == "failed" and ok for ok, r in zip(compared, results, strict=True)):
-        results = await _before_the_run(compared, checks, results, runner, before, scratch)
+        results = await _before_the_run(compared, checks, results, ran, runner, before, scratch)
     if dependencies_changed:
         results = [_not_compared(c, r) for c, r in zip(checks, results, strict=True)]
     status: CheckStatus = "passed"
@@ -130,10 +124,14 @@ async def _before_the_run(
     compared: Sequence[bool],
     checks: Sequence[Check],
     results: list[CheckResult],
+    ran: Sequence[bool],
     runner: CheckRunner,
     before: Callable[[Path], None],
     scratch: Path,
 ) -> list[CheckResult]:
+    """Each failed check's status on the tree before the run. One that could not run there
+    (it timed out, its command was not found) while it ran after the run is `skipped`:
+    nothing to compare with, so it excuses nothing."""
     folder = Path(tempfile.mkdtemp(prefix="before-", dir=scratch))
     private = Path(tempfile.mkdtemp(prefix="settings-", dir=scratch))
     tree_runner = runner.for_tree(folder, private)
@@ -144,10 +142,10 @@ async def _before_the_run(
     except Exception:  # no tree to compare with: the failure counts
         return results
     redone = []
-    for check, result, compare in zip(checks, results, compared, strict=True):
+    for check, result, compare, ran_after in zip(checks, results, compared, ran, strict=True):
         if result.status == "failed" and compare:
-            status, _ = await tree_runner.run(check, folder, before=True)
-            result = replace(result, before=status)
+            status, _, ran_before = await tree_runner.run(check, folder)
+            result = replace(result, before="skipped" if ran_after and not ran_before else status)
         redone.append(result)
     return redone
 
@@ -181,8 +179,11 @@ async def verified(
     if outcome.status != "succeeded":
         return outcome
     changed = record.changed if record is not None else []
-    app_changed = not context.program.sets_up or any(
-        not path.startswith(SKILL_FILES) for path in changed
+    # Without a journal (no git) nothing says what the run changed: it is not held against it.
+    app_changed = (
+        record is None
+        or not context.program.sets_up
+        or any(not path.startswith(SKILL_FILES) for path in changed)
     )
     if skip:
         skipped = Verification("skipped")

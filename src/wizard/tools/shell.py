@@ -25,6 +25,8 @@ from wizard.tools.limits import OUTPUT_BYTES, CommandLimits
 from wizard.tools.sandbox import SandboxPolicy
 
 MAX_OUTPUT_CHARS = 30_000
+# A shell's exit codes for a command it could not run: not executable, not found.
+COULD_NOT_RUN = (126, 127)
 # A stopped command gets this long to end (the sandbox runtime then removes its mount
 # placeholders) before it is killed.
 STOP_GRACE_S = 3.0

@@ -16,7 +16,7 @@ from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python
 from wizard.runner.proofs.sink import ProbeSink, Received
 from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
-from wizard.tools.shell import run_command
+from wizard.tools.shell import COULD_NOT_RUN, run_command
 
 PROBE_TIMEOUT_S = 45.0
 MISSING = "WIZARD-PROBE-MISSING"
@@ -151,6 +151,9 @@ def _judge(proof: SendProof, entry: Entry, received: list[Received], code: int |
         name = (output.split(MISSING, 1)[1].split() or ["?"])[0]
         return not_run(f"a dependency is missing: {name} (install the project's dependencies "
                        "to prove it)")  # fmt: skip
+    if code in COULD_NOT_RUN and not received:
+        tail = " ".join(output.strip().splitlines()[-2:])[:200]
+        return not_run(f"the probe could not start ({tail or f'exit {code}'})")
     hits = [r for r in received if r.path.rstrip("/").endswith(proof.path.rstrip("/"))]
     tail = " ".join(output.strip().splitlines()[-3:])[:300]
     ended = "it timed out" if code is None else f"it exited {code}"
