@@ -12,13 +12,16 @@ probe values, never the user's: `.env` files stay closed to the probe as to ever
 
 from __future__ import annotations
 
+import json
 import secrets
 import shlex
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
 
 PROBE_HOST = "probe-sink.invalid"
@@ -91,6 +94,20 @@ class Probe:
             "&& break; sleep 0.05; done",
             command,
         ))  # fmt: skip
+
+
+def read_record(project: Path, file: str, what: str) -> dict[str, Any] | str:
+    """The JSON object the skill recorded in `file` for a probe (`what` it names), read
+    through the resolver; or why there is none."""
+    data = ProjectRoot(project).read_bytes(file)
+    if isinstance(data, Refusal):
+        return f"the skill recorded no {what} ({file} is missing)" if (
+            data.kind == "missing") else data.reason  # fmt: skip
+    try:
+        record = json.loads(data)
+    except ValueError as exc:
+        return f"{file} is not JSON: {exc}"
+    return record if isinstance(record, dict) else f"{file} is not a JSON object"
 
 
 def python_in(project: Path, folder: str) -> str:

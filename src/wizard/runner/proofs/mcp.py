@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import json
 import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,10 +17,9 @@ from typing import Any, TextIO
 
 from wizard.programs.types import McpProof
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
-from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in
+from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
 from wizard.runner.proofs.sink import ProbeSink, Received
 from wizard.tools.fence import child_env
-from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import shell_command
 
@@ -45,12 +43,10 @@ class Server:
 
 def read_server(project: Path, file: str) -> Server | str:
     """The server recorded in `file`, or why there is none."""
-    data = ProjectRoot(project).read_bytes(file)
-    if isinstance(data, Refusal):
-        return f"the skill recorded no server to start ({file} is missing)" if (
-            data.kind == "missing") else data.reason  # fmt: skip
+    spec = read_record(project, file, "server to start")
+    if isinstance(spec, str):
+        return spec
     try:
-        spec = json.loads(data)
         server = Server([str(part) for part in spec["command"]], str(spec["tool"]),
                         dict(spec.get("arguments", {})), str(spec.get("folder", ".")))  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:

@@ -12,9 +12,8 @@ from typing import Any
 
 from wizard.programs.types import SendProof
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
-from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in
+from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
 from wizard.runner.proofs.sink import ProbeSink, Received
-from wizard.tools.paths import ProjectRoot, Refusal
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import COULD_NOT_RUN, run_command
 
@@ -84,12 +83,10 @@ class Entry:
 
 def read_entry(project: Path, file: str) -> Entry | str:
     """The entry recorded in `file`, or why there is none."""
-    data = ProjectRoot(project).read_bytes(file)
-    if isinstance(data, Refusal):
-        return f"the skill recorded no entry to call ({file} is missing)" if (
-            data.kind == "missing") else data.reason  # fmt: skip
+    spec = read_record(project, file, "entry to call")
+    if isinstance(spec, str):
+        return spec
     try:
-        spec = json.loads(data)
         entry = Entry(str(spec["module"]), str(spec["function"]), list(spec.get("args", [])),
                       dict(spec.get("kwargs", {})), str(spec.get("folder", ".")))  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:
