@@ -178,3 +178,21 @@ def test_reads_outside_the_project_are_an_allowlist_of_system_folders_and_toolch
     assert str(tools) in policy.allow_read and "/usr" in policy.allow_read
     assert str(checkouts) not in policy.allow_read  # it holds the project and its neighbours
     shutil.rmtree(tmp_path)
+
+
+def test_only_repository_configs_that_hold_a_credential_are_masked(tmp_path: Path) -> None:
+    """The runtime warns on every command about a masked file its pattern matches nothing
+    in ("left UNPROTECTED"): a config with no credential is not masked at all."""
+    configs = {
+        "plain": '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://github.com/o/r\n',
+        "header": '[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eA==\n',
+        "userinfo": '[remote "origin"]\n\turl = https://x-access-token:ghs_1@github.com/o/r\n',
+    }
+    for name, text in configs.items():
+        (tmp_path / name / ".git").mkdir(parents=True)
+        (tmp_path / name / ".git" / "config").write_text(text)
+    policy = build_policy(tmp_path, tmp_path / "tmp", home=tmp_path / "home")
+    assert sorted(Path(path).parent.parent.name for path in policy.masked) == [
+        "header",
+        "userinfo",
+    ]

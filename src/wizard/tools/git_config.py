@@ -11,7 +11,22 @@ needs `git log`); a secret committed there is not hidden.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 _EXTRAHEADER = "".join(f"[{c.lower()}{c.upper()}]" for c in "extraheader")
 # A JavaScript pattern (the runtime's): group 1 is what is masked, a header's value after
 # `extraheader =`, or the user and password of a URL (`https://user:token@host`).
 CREDENTIAL_PATTERN = rf"((?<={_EXTRAHEADER}[ \t]*=[ \t]*)[^\n]+|(?<=://)[^\s/@]+(?=@))"
+# The same credentials, as Python finds them: a config with none is not masked (the runtime
+# would warn on every command that its pattern matched nothing).
+_CREDENTIAL = re.compile(r"extraheader[ \t]*=[ \t]*\S|://[^\s/@]+@", re.IGNORECASE)
+
+
+def holds_credentials(config: Path) -> bool:
+    """Whether a repository config holds a credential to mask (one that cannot be read is
+    masked all the same)."""
+    try:
+        return _CREDENTIAL.search(config.read_text(errors="replace")) is not None
+    except OSError:
+        return True

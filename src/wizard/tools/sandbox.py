@@ -43,6 +43,7 @@ from typing import Any
 
 from wizard.atomic import write_atomically
 from wizard.errors import UsageError
+from wizard.tools.git_config import holds_credentials
 from wizard.tools.limits import CommandLimits
 from wizard.tools.paths import READ_ONLY_NOTE, ProjectRoot
 from wizard.tools.sandbox_paths import (
@@ -248,7 +249,12 @@ def build_policy(
         limits=limits,
         home=home,
         read_only_note=READ_ONLY_NOTE if shown else "",
-        masked=tuple(c for root in (str(project), *shown) for c in repository_configs(Path(root))),
+        masked=tuple(
+            config
+            for root in (str(project), *shown)
+            for config in repository_configs(Path(root))
+            if holds_credentials(Path(config))
+        ),
     )
 
 
