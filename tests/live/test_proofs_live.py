@@ -123,6 +123,10 @@ async def test_no_entry_fails_and_no_sandbox_or_typescript_does_not_run(tmp_path
     assert (await _prove(project, sandboxed=False)).status == "not_run"
     (project / ENTRY).write_text(json.dumps({"module": "src/mailer.ts", "function": "send"}))
     assert (await _prove(project)).status == "not_run"
+    outside = {"module": "wizard_test_sender", "function": "send_email", "folder": "../.."}
+    (project / ENTRY).write_text(json.dumps(outside))
+    escaped = await _prove(project)
+    assert escaped.status == "failed" and "is not one of the project's" in escaped.reason
     (project / ENTRY).unlink()
     missing = await _prove(project)
     assert missing.status == "failed" and "recorded no entry" in missing.reason

@@ -256,7 +256,8 @@ async def _run(
     except asyncio.CancelledError:  # interrupted while checking: the run ends cancelled
         journal.after_checks(record, "cancelled")
         raise
-    if outcome.verification is not None and outcome.verification.checks:
+    ran = outcome.verification
+    if ran is not None and (ran.checks or any(p.kind == "runtime" for p in ran.proofs)):
         record, written = journal.after_checks(record, outcome.status)
         if written:
             outcome = replace(outcome, warnings=(*outcome.warnings, checks_wrote(written)))

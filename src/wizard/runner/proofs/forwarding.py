@@ -107,7 +107,12 @@ def read_record(project: Path, file: str, what: str) -> dict[str, Any] | str:
         record = json.loads(data)
     except ValueError as exc:
         return f"{file} is not JSON: {exc}"
-    return record if isinstance(record, dict) else f"{file} is not a JSON object"
+    if not isinstance(record, dict):
+        return f"{file} is not a JSON object"
+    folder = Path(str(record.get("folder", ".")))
+    if folder.is_absolute() or ".." in folder.parts:
+        return f"{file}: the folder {str(folder)!r} is not one of the project's"
+    return record
 
 
 def python_in(project: Path, folder: str) -> str:
