@@ -14,8 +14,10 @@ the proofs. The bench prints the confusion matrix (what each run ended as, again
 transcript deserves) and what each proof cost.
 
 Runtime probes need the app's own dependencies: unless `--no-deps`, the bench installs them
-once into a virtualenv per app (from the package registry) and copies it into each copy as the
-app's `.venv`; without them, a correct integration ends "set up, not proven", truthfully.
+once per app from the package registries (a virtualenv for a Python app, `npm install` for a
+Node one) and copies them into each copy (`.venv`, `node_modules`); without them, a correct
+integration ends "set up, not proven", truthfully. The TypeScript MCP server's transcripts
+build it (`npm run build`) as an agent would, so its type check runs with real dependencies.
 """
 
 from __future__ import annotations
@@ -91,6 +93,23 @@ MCP_ENTRY = {
     "tool": "get_alerts",
     "arguments": {"state": "CA"},
 }
+TS_TRACKER = """import { PostHog } from "posthog-node";
+
+const posthog = new PostHog(process.env.POSTHOG_API_KEY ?? "", {
+  host: process.env.POSTHOG_HOST,
+  flushAt: 1,
+  flushInterval: 0,
+});
+
+export function track(tool: string): void {
+  posthog.capture({ distinctId: "weather-server", event: "mcp tool called", properties: { tool } });
+}
+"""
+TS_ENTRY = {"command": ["node", "build/index.js"], "tool": "get-alerts",
+            "arguments": {"state": "CA"}}  # fmt: skip
+TS_IMPORT = 'import { z } from "zod";\n'
+TS_HANDLERS = {"get-alerts": "  async ({ state }) => {\n",
+               "get-forecast": "  async ({ latitude, longitude }) => {\n"}  # fmt: skip
 PY_CALL = "        checkout_session = stripe.checkout.Session.create(\n"
 PY_TAGGED = PY_CALL + "            metadata={'posthog_person_distinct_id': session.get('user')},\n"
 NODE_CALL = "  const session = await stripe.checkout.sessions.create({\n"
@@ -134,6 +153,23 @@ def _mcp(tracker: str = TRACKER, called: bool = True) -> Edit:
                 source = source[:body] + f'    track("{tool}")\n' + source[body:]
         return [_write("analytics.py", tracker), _write("weather.py", source),
                 _write(".posthog/mcp-probe.json", json.dumps(MCP_ENTRY))]  # fmt: skip
+
+    return edit
+
+
+def _mcp_ts(tracker: str = TS_TRACKER, called: bool = True, argument: str = "") -> Edit:
+    def edit(app: Path) -> list[dict[str, Any]]:
+        source = (app / "src/index.ts").read_text()
+        source = source.replace(
+            TS_IMPORT, f'{TS_IMPORT}import {{ track }} from "./analytics.js";\n'
+        )
+        for tool, handler in TS_HANDLERS.items():
+            if called:
+                assert handler in source, handler
+                source = source.replace(handler, f"{handler}    track({argument or repr(tool)});\n")
+        return [_write("src/analytics.ts", tracker), _write("src/index.ts", source),
+                _write(".posthog/mcp-probe.json", json.dumps(TS_ENTRY)),
+                call("bash", command="npm run build")]  # fmt: skip
 
     return edit
 
@@ -205,6 +241,27 @@ CASES = [
         ]
     ],
     *[
+        Case(
+            "mcp-weather-server-typescript",
+            "mcp-analytics",
+            name,
+            deserves,
+            edit,
+            deps=("posthog-node",),
+        )
+        for name, deserves, edit in [
+            ("correct", "proven", _mcp_ts()),
+            (
+                "key hard-coded",
+                "not proven",
+                _mcp_ts(TS_TRACKER.replace('process.env.POSTHOG_API_KEY ?? ""', '"phc_live_77"')),
+            ),
+            ("capture never called", "not proven", _mcp_ts(called=False)),
+            ("type error", "not proven", _mcp_ts(argument="42")),
+            ("did nothing", "not proven", lambda app: []),
+        ]
+    ],
+    *[
         Case(app, "revenue-analytics", name, deserves, edit)
         for app, server, line, tagged, missed in [
             ("stripe-checkout-python", PY_SERVER, PY_CALL, PY_TAGGED, PY_MISSED),
@@ -255,29 +312,42 @@ def _ended(outcome: dict[str, Any]) -> str:
     return status
 
 
-def _deps(cache: Path, app: str, packages: tuple[str, ...]) -> Path | None:
-    """A virtualenv with the app's dependencies, made once; None if they cannot install."""
-    venv = cache / app / ".venv"
-    if (venv / "ready").exists():
-        return venv
-    shutil.rmtree(venv, ignore_errors=True)
+def _deps(cache: Path, corpus: Path, case: Case) -> Path | None:
+    """The app's dependencies, installed once: a virtualenv (`.venv`) for a Python app, the
+    app's own `npm install` plus `case.deps` (`node_modules`) for a Node one; None if they
+    cannot be installed."""
+    node = (corpus / case.app / "package.json").is_file()
+    folder = cache / case.app / ("node_modules" if node else ".venv")
+    if (cache / case.app / "ready").exists():
+        return folder
+    shutil.rmtree(cache / case.app, ignore_errors=True)
+    (cache / case.app).mkdir(parents=True)
     base = getattr(sys, "_base_executable", sys.executable)
     try:
-        subprocess.run([base, "-m", "venv", str(venv)], check=True, capture_output=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", *packages], check=True,
-                       capture_output=True, timeout=600)  # fmt: skip
+        if node:
+            shutil.copy(corpus / case.app / "package.json", cache / case.app / "package.json")
+            for command in (
+                ["npm", "install", "--no-audit", "--no-fund"],
+                ["npm", "install", "--no-audit", "--no-fund", *case.deps],
+            ):
+                subprocess.run(command, cwd=cache / case.app, check=True, capture_output=True,
+                               timeout=600)  # fmt: skip
+        else:
+            subprocess.run([base, "-m", "venv", str(folder)], check=True, capture_output=True)
+            subprocess.run([str(folder / "bin" / "pip"), "install", "-q", *case.deps],
+                           check=True, capture_output=True, timeout=600)  # fmt: skip
     except (subprocess.SubprocessError, OSError) as exc:
-        print(f"  (could not install {', '.join(packages)} for {app}: {exc})", file=sys.stderr)
+        print(f"  (could not install the dependencies of {case.app}: {exc})", file=sys.stderr)
         return None
-    (venv / "ready").write_text("")
-    return venv
+    (cache / case.app / "ready").write_text("")
+    return folder
 
 
 async def run_case(case: Case, corpus: Path, work: Path, cache: Path | None) -> Result:
     project = work / f"{case.app}-{case.name.replace(' ', '-')}"
     shutil.copytree(corpus / case.app, project, symlinks=True)
-    if case.deps and cache is not None and (venv := _deps(cache, case.app, case.deps)):
-        subprocess.run(["cp", "-a", str(venv), str(project / ".venv")], check=True)
+    if case.deps and cache is not None and (installed := _deps(cache, corpus, case)):
+        subprocess.run(["cp", "-a", str(installed), str(project / installed.name)], check=True)
     if case.program == "transactional-email":
         (project / ".env").write_text("POSTHOG_EMAIL_API_KEY=phx_the_users_own_key\n")
     if case.abort is not None:
