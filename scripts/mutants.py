@@ -42,6 +42,7 @@ EXECUTOR = ("tests/runner/sequence",)
 QUEUE = ("tests/runner/sequence",)
 FENCE = ("tests/tools", "tests/harness/pi")
 VERIFY = ("tests/runner", "tests/security/test_hostile_verification.py")
+PROOFS = ("tests/runner/test_proofs_static.py", "tests/live/test_proofs_live.py")
 BUDGET = ("tests/harness/test_budget.py", "tests/harness/test_usage.py", "tests/runner")
 
 MUTANTS = [
@@ -112,6 +113,28 @@ MUTANTS = [
            "            if any(cost is None for cost in costs):\n"
            "                return None  # no price for this model: a cost budget cannot be kept\n",
            "", BUDGET),
+    Mutant("runner/proofs/static.py", "a call without the key passes",
+           "has_key = mapping is not None and proof.key in _entries(mapping)",
+           "has_key = mapping is not None", PROOFS),
+    Mutant("runner/proofs/static.py", "no call site proves it",
+           "    if not passing:\n", "    if False:\n", PROOFS),
+    Mutant("runner/proofs/send.py", "the key is not asked for",
+           'if key not in hit.header("authorization") and key not in hit.header("x-api-key"):',
+           "if False:", PROOFS),
+    Mutant("runner/proofs/send.py", "two requests are one send",
+           "    if len(hits) > 1:\n", "    if len(hits) > 2:\n", PROOFS),
+    Mutant("runner/proofs/mcp.py", "any request to the sink is a capture",
+           "return [r for r in received if tool.encode() in _body(r) and key.encode() in _body(r)]",
+           "return list(received)", PROOFS),
+    Mutant("runner/verification.py", "a failed proof does not fail the run",
+           "    if result.failures or result.failed_proofs:\n", "    if result.failures:\n",
+           VERIFY),
+    Mutant("runner/verification.py", "a run that changed nothing is set up",
+           "    if not app_changed and not any(proof.status == \"proven\" for proof in "
+           "result.proofs):\n", "    if False:\n", VERIFY),
+    Mutant("runner/verification.py", "could not compare excuses",
+           'result = replace(result, before="skipped" if ran_after and not ran_before else status)',
+           "result = replace(result, before=status)", VERIFY),
 ]  # fmt: skip
 
 

@@ -132,3 +132,31 @@ async def test_a_bad_journal_setting_is_refused_before_anything_starts(
     with pytest.raises(UsageError, match="WIZARD_JOURNAL_KEEP"):
         await run_program(request, PiHarness(session_factory=FakePiSession([])))
     assert list(tmp_path.iterdir()) == []  # nothing was touched
+
+
+@pytest.mark.parametrize("program", ["transactional-email", "skill"])
+async def test_a_run_that_changed_no_app_file_and_proved_nothing_is_never_set_up(
+    tmp_path: Path, program: str
+) -> None:
+    """The agent looked around, said it was done, and changed nothing but the skill wizard
+    installed: that is no setup (exit 4), though no proof failed (without the sandbox the
+    send probe does not run). `wizard skill` runs a skill that may only read."""
+    from wizard.programs import skill_program
+
+    (tmp_path / "README.md").write_text("# app\n")
+    config = get_program(program) if program != "skill" else skill_program("transactional-email")
+    request = RunRequest(
+        program=config, project_dir=tmp_path, skills=BundledSkills(), sink=EventRecorder(),
+        environ={"WIZARD_SANDBOX": "off"}, gateway=GatewayFlags(url="http://127.0.0.1:9"),
+    )  # fmt: skip
+    turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
+    outcome = await run_program(request, PiHarness(session_factory=FakePiSession(turns)))
+    if program == "skill":
+        assert outcome.status == "succeeded"
+        return
+    assert (outcome.status, outcome.reason) == (
+        "unverified",
+        "the run changed no app file, and nothing proved the integration works",
+    )
+    assert outcome.outro is not None and outcome.outro.message.endswith("nothing was set up")
+    assert "set up" not in outcome.outro.message.replace("nothing was set up", "")
