@@ -133,12 +133,6 @@ def with_config(environ: Mapping[str, str]) -> dict[str, str]:
     return {**merged, **environ}
 
 
-def apply_config(environ: os._Environ[str]) -> None:
-    """Put the config file's settings into the process environment where unset."""
-    for variable, value in with_config(environ).items():
-        environ.setdefault(variable, value)
-
-
 def number_setting(
     environ: Mapping[str, str], name: str, default: Number, kind: Callable[[str], Number]
 ) -> Number:

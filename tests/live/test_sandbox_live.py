@@ -27,7 +27,7 @@ from wizard.engines import bundle as engine
 from wizard.runner.proofs.sink import ProbeSink
 from wizard.testing.script import call
 from wizard.tools.sandbox import MAX_PROCESSES, build_policy, process_cap, remove_cgroup
-from wizard.tools.shell import shell_tool
+from wizard.tools.shell import SandboxedShell, shell_tool
 
 pytestmark = pytest.mark.live
 
@@ -223,9 +223,8 @@ async def test_a_command_stopped_at_its_timeout_leaves_nothing_in_the_project(
     private = tmp_path / "private"
     private.mkdir()
     (tmp_path / "run-tmp").mkdir()  # the run's temp folder: the runtime's sockets go there
-    policy = build_policy(project, tmp_path / "run-tmp").reading(installed.prefix)
-    cli = installed.sandbox_entry.with_name("cli.js")
-    bash = shell_tool(project, (policy.with_settings_file(private), installed.node, cli))
+    policy = build_policy(project, tmp_path / "run-tmp")
+    bash = shell_tool(project, SandboxedShell.build(policy, installed, private))
     result = await bash.handler({"command": "sleep 30", "timeout": 1})
     assert result.is_error and "timed out" in result.text
     assert sorted(p.name for p in project.iterdir()) == ["app.py"]

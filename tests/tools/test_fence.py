@@ -218,10 +218,16 @@ def test_setup_work_is_allowed(world: World, tool: str, args: dict[str, Any]) ->
 @pytest.mark.parametrize(
     "command",
     ["npm install posthog-node", "pnpm add posthog-js", "pip install -r requirements.txt",
-     "uv sync", "poetry install", "npm run build", "pytest -q", "python -m pytest", "tsc --noEmit"],
+     "uv sync", "poetry install", "npm run build", "pytest -q", "python -m pytest", "tsc --noEmit",
+     "node --version", "python3 --version", "python -V", "node -v && npm -v"],
 )  # fmt: skip
 def test_package_managers_and_runners_are_allowed(world: World, command: str) -> None:
     assert Fence(world.project).check("bash", {"command": command}).allow
+
+
+@pytest.mark.parametrize("command", ["node", "python3", "node --version -e 'x'", "python3 -h -"])
+def test_an_interpreter_without_a_script_is_still_refused(world: World, command: str) -> None:
+    assert not Fence(world.project).check("bash", {"command": command}).allow
 
 
 @pytest.mark.parametrize(

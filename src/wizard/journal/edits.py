@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from wizard.journal.store import GitStore
-from wizard.skills.install import SKILL_FILES
+from wizard.layout import SKILL_FILES
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,7 @@ edits, or a preview that did not succeed. Nothing is touched when one is raised.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from wizard.errors import UsageError
-
-if TYPE_CHECKING:
-    from wizard.journal.runs import RunRecord
 
 
 class UndoRefused(UsageError):
@@ -41,16 +36,16 @@ class ApplyRefused(UsageError):
         )
 
     @classmethod
-    def ended(cls, preview: RunRecord) -> ApplyRefused:
-        """The preview's run did not succeed: its change may be partial or broken."""
+    def ended(cls, run_id: str, status: str | None) -> ApplyRefused:
+        """The preview's run did not succeed (it ended `status`): its change may be partial
+        or broken."""
         why = {
             "aborted": "its skill stopped it before it was done",
-            "unverified": "a check failed after its changes",
-        }.get(preview.status or "", "it did not finish its work")
+            "unverified": "a check or a proof failed after its changes",
+        }.get(status or "", "it did not finish its work")
         return cls(
-            f"Not applying preview {preview.run_id}: it ended {preview.status or 'early'} "
-            f"({why}), so its change may be partial or broken.",
-            f"Nothing was changed. Review it with `wizard diff {preview.run_id}`; `wizard apply "
-            f"{preview.run_id} --force` applies it anyway, `wizard discard {preview.run_id}` "
-            "drops it.",
+            f"Not applying preview {run_id}: it ended {status or 'early'} ({why}), so its "
+            "change may be partial or broken.",
+            f"Nothing was changed. Review it with `wizard diff {run_id}`; `wizard apply "
+            f"{run_id} --force` applies it anyway, `wizard discard {run_id}` drops it.",
         )

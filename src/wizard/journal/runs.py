@@ -331,7 +331,7 @@ class Journal:
         preview left it, atomically and with its mode; files it removed are removed."""
         assert preview.after is not None and preview.kind == "preview"
         if preview.status != "succeeded" and not force:
-            raise ApplyRefused.ended(preview)
+            raise ApplyRefused.ended(preview.run_id, preview.status)
         record = self.begin(
             run_id, preview.program, preview.harness, preview.sequence, applies=preview.run_id
         )

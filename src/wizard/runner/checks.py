@@ -29,9 +29,9 @@ from pathlib import Path
 
 import yaml
 
+from wizard.layout import SKILL_FILES
 from wizard.names import shown
 from wizard.programs.types import ProgramCheck
-from wizard.skills.install import SKILL_FILES
 from wizard.tools.paths import ProjectRoot, Refusal
 
 SCRIPT_TIMEOUT_S = 900.0  # the project's own test and build scripts (`--verify full`)

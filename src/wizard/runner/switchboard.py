@@ -19,8 +19,6 @@ DEFAULT_BINDING = ProgramBinding(sequence="linear", harness="pi", model="claude-
 
 SEQUENCES = ("linear", "orchestrator")
 HARNESSES = ("pi", "anthropic")
-# Names that are part of the design but not built in this version.
-NOT_BUILT: dict[str, str] = {}
 
 
 def _pick(
@@ -44,8 +42,6 @@ def _pick(
 def _check(kind: str, value: str, known: tuple[str, ...]) -> None:
     if value not in known:
         raise UsageError(f"Unknown {kind} '{value}'.", did_you_mean(value, list(known)))
-    if value in NOT_BUILT:
-        raise UsageError(f"The {kind} '{value}' is not available.", NOT_BUILT[value].capitalize())
 
 
 def resolve_binding(

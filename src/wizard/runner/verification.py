@@ -26,15 +26,15 @@ from pathlib import Path
 from wizard.engines.bundle import installed_pi
 from wizard.events import SpinnerStarted, SpinnerStopped
 from wizard.journal import RunRecord
+from wizard.layout import SKILL_FILES
 from wizard.names import shown
 from wizard.outcome import CheckResult, CheckStatus, Outcome, Outro, Verification
 from wizard.runner.checks import Check, checks_for
 from wizard.runner.journaling import RunJournal
 from wizard.runner.proofs import prove
 from wizard.runner.sequence.context import RunContext
-from wizard.skills.install import SKILL_FILES
 from wizard.tools.sandbox import SandboxPolicy
-from wizard.tools.shell import COULD_NOT_RUN, run_command
+from wizard.tools.shell import COULD_NOT_RUN, SandboxedShell, run_command
 
 CHECK_TIMEOUT_S = 120.0
 TAIL_LINES = 12
@@ -46,7 +46,7 @@ class CheckRunner:
     run is sandboxed but the sandbox's runtime is not there, commands are skipped, not run
     outside it (`unsandboxable` says why)."""
 
-    sandbox: tuple[SandboxPolicy, Path, Path] | None
+    sandbox: SandboxedShell | None
     unsandboxable: str | None = None
     timeout: float = CHECK_TIMEOUT_S
 
@@ -56,11 +56,11 @@ class CheckRunner:
         folder above it, where nothing may run."""
         if self.sandbox is None:
             return self
-        policy, node, cli = self.sandbox
+        policy = self.sandbox.policy
         if policy.writable(folder):
             return None
         scoped = policy.for_tree(folder).with_settings_file(private)
-        return replace(self, sandbox=(scoped, node, cli))
+        return replace(self, sandbox=self.sandbox.with_policy(scoped))
 
     async def run(self, check: Check, folder: Path) -> tuple[CheckStatus, str, bool]:
         """The check's status in `folder`, the end of its output, and whether it ran at all
@@ -157,8 +157,7 @@ def check_runner(policy: SandboxPolicy | None, workspace: Path) -> CheckRunner:
     engine = installed_pi()
     if engine is None:
         return CheckRunner(None, "the sandbox runtime is not installed")
-    policy = policy.reading(engine.prefix).with_settings_file(workspace)
-    return CheckRunner((policy, engine.node, engine.sandbox_entry.with_name("cli.js")))
+    return CheckRunner(SandboxedShell.build(policy, engine, workspace))
 
 
 NOT_VERIFIED = "Not verified (--no-verify): nothing checked that the project still works."

@@ -16,12 +16,10 @@ from typing import Literal
 
 from wizard.atomic import replace_folder
 from wizard.errors import ConfigError
+from wizard.layout import SKILLS_ROOT
 from wizard.skills.skill import SKILL_FILE, read_skill
 from wizard.skills.sources import SkillFetchError, SkillSource
 
-SKILLS_ROOT = Path(".claude") / "skills"
-# How the paths of installed skills' files start, as the journal lists a project's files.
-SKILL_FILES = SKILLS_ROOT.as_posix() + "/"
 MARKER = ".wizard-skill"
 
 InstallKind = Literal[

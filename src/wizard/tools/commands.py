@@ -213,7 +213,13 @@ def _package_manager(args: list[str]) -> str | None:
     return None
 
 
+# What an interpreter is asked for its version or its usage: nothing runs.
+_ASKING = frozenset({"--version", "-v", "-V", "-VV", "--help", "-h"})
+
+
 def _interpreter(args: list[str]) -> str | None:
+    if args and all(a in _ASKING for a in args):
+        return None
     if any(a in ("-c", "-e", "--eval", "-p", "--print", "-") for a in args):
         return "inline code is not allowed; write a file and run it, or use the tools."
     if not any(not a.startswith("-") or a == "-m" for a in args):

@@ -15,8 +15,9 @@ import shlex
 import signal
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from wizard.tools.base import HostTool, ToolResult, schema
 from wizard.tools.code_names import ROOT_NAMES
@@ -39,11 +40,43 @@ PLACEHOLDERS = (
 )  # fmt: skip
 
 
-def shell_command(command: str, sandbox: tuple[SandboxPolicy, Path, Path] | None) -> list[str]:
-    """The argv that runs `command`; `sandbox` is (policy, node, the runtime's CLI)."""
+class SandboxRuntime(Protocol):
+    """Where the sandbox runtime is installed (the engine bundle: `engines.bundle.PiEngine`)."""
+
+    @property
+    def prefix(self) -> Path: ...
+    @property
+    def node(self) -> Path: ...
+    @property
+    def sandbox_entry(self) -> Path: ...
+
+
+@dataclass(frozen=True)
+class SandboxedShell:
+    """How wizard runs a command in the OS sandbox itself (checks, probes, the anthropic
+    harness's `bash`): the runtime's command line, run by Node, with the policy's settings."""
+
+    policy: SandboxPolicy
+    node: Path
+    cli: Path
+
+    @classmethod
+    def build(cls, policy: SandboxPolicy, runtime: SandboxRuntime, private: Path) -> SandboxedShell:
+        """`policy` through `runtime`'s command line: the runtime's own files readable, its
+        settings written into `private` (a folder commands may not open)."""
+        policy = policy.reading(runtime.prefix).with_settings_file(private)
+        return cls(policy, runtime.node, runtime.sandbox_entry.with_name("cli.js"))
+
+    def with_policy(self, policy: SandboxPolicy) -> SandboxedShell:
+        """This shell with another policy (whose settings file is written)."""
+        return replace(self, policy=policy)
+
+
+def shell_command(command: str, sandbox: SandboxedShell | None) -> list[str]:
+    """The argv that runs `command`, in the sandbox when given."""
     if sandbox is None:
         return ["bash", "-c", command]
-    policy, node, cli = sandbox
+    policy, node, cli = sandbox.policy, sandbox.node, sandbox.cli
     settings = policy.settings_file
     assert settings is not None, "a sandboxed shell needs the policy's settings file"
     # The policy's variables (private caches, temp folder) are the command's, inside the
@@ -62,12 +95,12 @@ def shell_command(command: str, sandbox: tuple[SandboxPolicy, Path, Path] | None
 
 def shell_tool(
     project_dir: Path,
-    sandbox: tuple[SandboxPolicy, Path, Path] | None,
+    sandbox: SandboxedShell | None,
     environ: Mapping[str, str] | None = None,
 ) -> HostTool:
-    """`bash(command, timeout?)` in `project_dir`; `sandbox` as for `shell_command`."""
+    """`bash(command, timeout?)` in `project_dir`, in the sandbox when given."""
 
-    limits = sandbox[0].limits if sandbox is not None else CommandLimits()
+    limits = sandbox.policy.limits if sandbox is not None else CommandLimits()
 
     async def run(args: Mapping[str, Any]) -> ToolResult:
         command = str(args.get("command", ""))
@@ -84,7 +117,7 @@ def shell_tool(
             return ToolResult(f"Error: the command timed out after {timeout:g} s.", is_error=True)
         if len(text) > MAX_OUTPUT_CHARS:
             text = "[output cut: showing the end]\n" + text[-MAX_OUTPUT_CHARS:]
-        note = sandbox[0].read_only_note if sandbox is not None else ""
+        note = sandbox.policy.read_only_note if sandbox is not None else ""
         if note and code != 0 and "Read-only file system" in text:
             text += f"\n{note}"
         if limit := limits.note(code, text):
@@ -102,7 +135,7 @@ def shell_tool(
 
 async def run_command(
     command: str,
-    sandbox: tuple[SandboxPolicy, Path, Path] | None,
+    sandbox: SandboxedShell | None,
     folder: Path,
     timeout: float,
     environ: Mapping[str, str] | None = None,

@@ -10,9 +10,9 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from wizard.layout import SKILL_FILES
 from wizard.names import shown
 from wizard.outcome import Outcome, exit_code
-from wizard.skills.install import SKILL_FILES
 
 _STYLE = {"success": ("✔", "green"), "error": ("✘", "red"), "cancel": ("■", "yellow")}
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from wizard.doctor import Check
 from wizard.journal import RunRecord
 from wizard.programs.types import ProgramConfig
 from wizard.skills.sources import SkillEntry
@@ -59,7 +59,20 @@ def runs_table(records: list[RunRecord], project: str) -> Table:
     return table
 
 
-def print_doctor(console: Console, checks: list[Check]) -> None:
+class DoctorLine(Protocol):
+    """One line of `wizard doctor` (`doctor.Check`): `ok` None is informational."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ok(self) -> bool | None: ...
+    @property
+    def detail(self) -> str: ...
+    @property
+    def fix(self) -> str: ...
+
+
+def print_doctor(console: Console, checks: Sequence[DoctorLine]) -> None:
     """The checks of `wizard doctor`, one line each and the fix below, never wrapped by rich
     (a path or a command copies whole)."""
     console.print("wizard doctor", style="bold")

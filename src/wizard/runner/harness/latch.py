@@ -61,13 +61,6 @@ class StopLatch:
             self._latch(found)
         return found
 
-    def hold(self, marker: StopMarker) -> bool:
-        """Latch `marker` found by a harness's own parse, if armed and nothing is latched yet."""
-        if not self.armed or self.marker is not None:
-            return False
-        self._latch(marker)
-        return True
-
     def _latch(self, marker: StopMarker) -> None:
         self.marker = marker
         self.latched_at = time.monotonic()

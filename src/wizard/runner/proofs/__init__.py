@@ -26,13 +26,13 @@ from wizard.runner.proofs.finding import Finding, not_run
 from wizard.runner.proofs.mcp import mcp_probe
 from wizard.runner.proofs.send import send_probe
 from wizard.runner.proofs.static import call_sites, config_file, init_option
-from wizard.tools.sandbox import SandboxPolicy
+from wizard.tools.shell import SandboxedShell
 
 
 async def prove(
     proofs: Sequence[ProgramProof],
     project: Path,
-    sandbox: tuple[SandboxPolicy, Path, Path] | None,
+    sandbox: SandboxedShell | None,
     private: Path,
     unsandboxable: str | None = None,
 ) -> tuple[ProofResult, ...]:
@@ -55,7 +55,7 @@ async def prove(
 async def _finding(
     proof: ProgramProof,
     project: Path,
-    sandbox: tuple[SandboxPolicy, Path, Path] | None,
+    sandbox: SandboxedShell | None,
     private: Path,
     unsandboxable: str | None,
 ) -> Finding:

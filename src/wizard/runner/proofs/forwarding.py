@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.tools.paths import ProjectRoot, Refusal
-from wizard.tools.sandbox import SandboxPolicy
+from wizard.tools.shell import SandboxedShell
 
 PROBE_HOST = "probe-sink.invalid"
 # Inside the probe's own network namespace: no other process of the machine listens there.
@@ -62,22 +62,21 @@ NO_SANDBOX = "a probe runs only in the OS sandbox, so that nothing leaves the ma
 
 @dataclass(frozen=True)
 class Probe:
-    """One probe's sandbox (`policy, node, cli`, reaching only the sink) and its values."""
+    """One probe's sandbox (reaching only the sink) and its values."""
 
-    sandbox: tuple[SandboxPolicy, Path, Path]
+    sandbox: SandboxedShell
     socket: Path
     key: str
     nonce: str
 
     @classmethod
-    def open(cls, sandbox: tuple[SandboxPolicy, Path, Path], private: Path) -> Probe:
+    def open(cls, sandbox: SandboxedShell, private: Path) -> Probe:
         """A probe whose settings and sink socket go in a fresh folder under `private`."""
         folder = Path(tempfile.mkdtemp(prefix="probe-", dir=private))
-        policy, node, cli = sandbox
         socket = folder / "sink.sock"
-        scoped = policy.probing(PROBE_HOST, socket).with_settings_file(folder)
+        scoped = sandbox.policy.probing(PROBE_HOST, socket).with_settings_file(folder)
         nonce = secrets.token_hex(6)
-        return cls((scoped, node, cli), socket, f"wizard_probe_key_{nonce}", nonce)
+        return cls(sandbox.with_policy(scoped), socket, f"wizard_probe_key_{nonce}", nonce)
 
     def script(self, folder: str, variables: Mapping[str, str], command: str) -> str:
         """`command` in `folder` of the project, with `variables` set and the forwarder up."""

@@ -20,8 +20,7 @@ from wizard.runner.proofs.finding import Finding, failed, not_run, proven
 from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
 from wizard.runner.proofs.sink import ProbeSink, Received
 from wizard.tools.fence import child_env
-from wizard.tools.sandbox import SandboxPolicy
-from wizard.tools.shell import shell_command
+from wizard.tools.shell import SandboxedShell, shell_command
 
 START_TIMEOUT_S = 45.0
 CALL_TIMEOUT_S = 30.0
@@ -59,7 +58,7 @@ def read_server(project: Path, file: str) -> Server | str:
 async def mcp_probe(
     proof: McpProof,
     project: Path,
-    sandbox: tuple[SandboxPolicy, Path, Path] | None,
+    sandbox: SandboxedShell | None,
     private: Path,
 ) -> Finding:
     """Start the recorded server, call its tool, and look for the capture at the sink."""

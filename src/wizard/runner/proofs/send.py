@@ -14,8 +14,7 @@ from wizard.programs.types import SendProof
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
 from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
 from wizard.runner.proofs.sink import ProbeSink, Received
-from wizard.tools.sandbox import SandboxPolicy
-from wizard.tools.shell import COULD_NOT_RUN, run_command
+from wizard.tools.shell import COULD_NOT_RUN, SandboxedShell, run_command
 
 PROBE_TIMEOUT_S = 45.0
 MISSING = "WIZARD-PROBE-MISSING"
@@ -120,7 +119,7 @@ def _call(entry: Entry, project: Path, recipient: str) -> str:
 async def send_probe(
     proof: SendProof,
     project: Path,
-    sandbox: tuple[SandboxPolicy, Path, Path] | None,
+    sandbox: SandboxedShell | None,
     private: Path,
 ) -> Finding:
     """Call the recorded entry with the vendor's host on a local sink; proven when exactly

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from wizard.journal.store import HEAVY_FOLDERS
 from wizard.journal.walk import walk
+from wizard.layout import SKILL_FILES
 from wizard.names import shown
 from wizard.programs.types import CallSiteProof, ConfigProof, InitOptionProof
 from wizard.runner.proofs.finding import Finding, failed, proven
-from wizard.skills.install import SKILL_FILES
 from wizard.tools.paths import ProjectRoot, Refusal
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ from wizard.runner.harness.anthropic.adapter import BUILTIN_TOOLS, GateHooks, mc
 from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
 from wizard.tools.base import HostTool
 from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
-from wizard.tools.shell import shell_tool
+from wizard.tools.shell import SandboxedShell, shell_tool
 
 ClientFactory = Callable[[Any], Any]
 Event = dict[str, Any]
@@ -254,9 +254,9 @@ class ClaudeSession:
                 "the sandbox runtime for wizard's bash is not installed: run `wizard engines "
                 "install pi` (it needs Node.js), or run with --no-sandbox"
             )
-        policy = launch.sandbox.reading(engine.prefix).with_settings_file(workspace)
-        cli = engine.sandbox_entry.with_name("cli.js")
-        return [shell_tool(launch.project_dir, (policy, engine.node, cli))]
+        return [
+            shell_tool(launch.project_dir, SandboxedShell.build(launch.sandbox, engine, workspace))
+        ]
 
 
 def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
