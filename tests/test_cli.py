@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from wizard import __version__
 from wizard.cli import app
+from wizard.testing.cli import wizard_env
 
 runner = CliRunner()
 
@@ -279,7 +281,45 @@ def test_a_malformed_config_file_is_named(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("WIZARD_CONFIG", str(config))
     result = runner.invoke(app, _run_args(tmp_path))
     assert result.exit_code == 2
-    assert f"The config file {config} is not valid" in result.output
+    said = f"The config file {config} is not valid: gateway.urls is not a setting wizard knows."
+    assert said in result.output.replace("\n", " ")
+    assert "pydantic" not in result.output and "extra_forbidden" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--max-turns", "abc"), "--max-turns: 'abc' is not a whole number."),
+        (("--max-cost", "x1"), "--max-cost: 'x1' is not a number."),
+    ],
+)
+def test_a_bad_flag_value_is_said_in_wizards_words(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    """Typer converts values with pydantic: its text ("Input should be a valid integer,
+    unable to parse string…", error types, links) is never what the user reads."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "run", "transactional-email", "--project",
+         str(tmp_path), *args],
+        capture_output=True, text=True, env=wizard_env(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert said in proc.stderr and "Input should be" not in proc.stderr
+
+
+def test_doctor_names_a_broken_config_file_and_checks_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to end in a traceback."""
+    config = tmp_path / "config.toml"
+    config.write_text("[run]\nbogus = 1\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "doctor"], capture_output=True, text=True,
+        env=wizard_env(tmp_path, WIZARD_CONFIG=str(config)), timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert "FAIL config file" in proc.stdout and "run.bogus is not a setting" in proc.stdout
+    assert "Node.js" in proc.stdout  # the other checks ran
 
 
 def test_doctor_reports_each_check_and_fails_on_a_missing_gateway(

@@ -381,11 +381,19 @@ def schema(
 def doctor() -> None:
     """Check Node, pi, the OS sandbox, the SDK and the gateway settings; exit 1 if one fails."""
     from wizard.config import with_config
-    from wizard.doctor import run_checks
+    from wizard.doctor import Check, run_checks
+    from wizard.errors import ConfigError
     from wizard.ui.console import make_console
     from wizard.ui.tables import print_doctor
 
-    checks = run_checks(with_config(os.environ))
+    try:
+        environ, broken = with_config(os.environ), []
+    except ConfigError as exc:  # a finding like any other; the rest is checked without it
+        environ, broken = (
+            dict(os.environ),
+            [Check("config file", False, exc.message, exc.hint or "")],
+        )
+    checks = [*broken, *run_checks(environ)]
     print_doctor(make_console(), checks)
     if any(check.ok is False for check in checks):
         raise typer.Exit(1)
@@ -456,7 +464,9 @@ def main() -> None:
         click_exceptions,
         click_usage_error,
         interrupted_before_a_command,
+        refused,
     )
+    from wizard.errors import WizardError
 
     click = click_exceptions()
     try:
@@ -466,6 +476,8 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         raise SystemExit(exc.exit_code) from None
+    except WizardError as exc:  # one a command did not report itself: in wizard's words
+        raise SystemExit(refused(exc, sys.argv[1:])) from None
     except (typer.Abort, KeyboardInterrupt) as exc:  # Typer's own: newer ones vendor Click
         if isinstance(exc, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
             raise SystemExit(cancelled_early(sys.argv[1:])) from None

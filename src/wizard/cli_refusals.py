@@ -28,6 +28,17 @@ def usage_exit(
     return typer.Exit(EXIT_USAGE)
 
 
+def refused(error: WizardError, argv: list[str]) -> int:
+    """Report an error of wizard's that no command reported (a config file that cannot be
+    read, say) as a refused command: in its words, with its hint; exit code 2."""
+    from wizard.launch import report_usage_error, usage_outcome
+
+    report_usage_error(
+        usage_outcome(program_of(argv), error), "--ci" in argv, outcome_json_of(argv)
+    )
+    return EXIT_USAGE
+
+
 CANCELLED_PLAINLY = "\nwizard: cancelled while starting; nothing ran.\n"
 
 
@@ -98,13 +109,26 @@ def click_usage_error(exc: Exception, argv: list[str]) -> int:
         message = f"Missing {exc.param.metavar or str(exc.param.name).upper()}."
     elif isinstance(exc, click.BadParameter) and exc.param is not None:
         name = exc.param.opts[0] if exc.param.opts else exc.param.name
-        message = f"{name}: {exc.message}"
+        message = f"{name}: {_in_our_words(exc)}"
     else:
         text = str(getattr(exc, "message", exc))
         message = text[:1].upper() + text[1:]
     outcome = usage_outcome(program_of(argv), UsageError(message, f"See `{command} --help`."))
     report_usage_error(outcome, "--ci" in argv, outcome_json_of(argv))
     return EXIT_USAGE
+
+
+def _in_our_words(exc: Exception) -> str:
+    """A bad value's problem: Typer converts values with pydantic, whose own text (its error
+    types, its links) is not wizard's."""
+    from pydantic import ValidationError
+
+    from wizard.config import in_our_words
+
+    if isinstance(exc.__cause__, ValidationError):
+        said = in_our_words(exc.__cause__)
+        return said[:1].upper() + said[1:] + "."
+    return str(getattr(exc, "message", exc))
 
 
 def program_of(argv: list[str]) -> str:

@@ -110,7 +110,38 @@ def read_config(path: Path) -> ConfigFile:
     try:
         return ConfigFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"The config file {path} is not valid: {exc}", _HINT) from exc
+        raise ConfigError(f"The config file {path} is not valid: {in_our_words(exc)}.",
+                          _HINT) from exc  # fmt: skip
+
+
+# What a value's problem is, in wizard's words (pydantic's error types).
+_WORDS = {
+    "extra_forbidden": "is not a setting wizard knows",
+    "missing": "is missing",
+    **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "is not a whole number"),
+    **dict.fromkeys(("float_parsing", "float_type"), "is not a number"),
+    **dict.fromkeys(("bool_parsing", "bool_type"), "is not true or false"),
+    "string_type": "is not text",
+    **dict.fromkeys(("dict_type", "model_type"), "is not a table"),
+}
+
+
+def in_our_words(exc: ValidationError) -> str:
+    """What was wrong with each value pydantic refused, said as wizard says it: where, the
+    value, and why (never pydantic's own text, error codes or links)."""
+    said = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"])
+        value = error.get("input")
+        shown = (
+            repr(value)
+            if error["type"] not in ("missing", "extra_forbidden")
+            and isinstance(value, str | int | float | bool)
+            else ""
+        )
+        why = _WORDS.get(error["type"], error["msg"][:1].lower() + error["msg"][1:])
+        said.append(" ".join(part for part in (where, shown, why) if part))
+    return "; ".join(said)
 
 
 _HINT = (
