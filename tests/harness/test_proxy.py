@@ -352,3 +352,36 @@ async def test_a_request_target_that_is_not_a_path_never_sends_the_key_elsewhere
     await server.wait_closed()
     assert answer.startswith(b"HTTP/1.1 400"), answer
     assert seen == [] and gateway.requests == []
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (401, b'{"type":"error","error":{"type":"authentication_error",'
+              b'"message":"invalid x-api-key"}}',
+         "answered 401 Unauthorized: invalid x-api-key. Check the gateway key (WIZARD_GATEWAY_KEY"),
+        (404, b'{"error":{"message":"model not found","type":"invalid_request_error"}}',
+         "answered 404 Not Found: model not found. Check the gateway's root URL"),
+        (400, b'{"error": {"message": "{\\"error\\": {\\"message\\": \\"prompt too long\\"}}"}}',
+         "answered 400 Bad Request: prompt too long. The gateway refused the request as sent."),
+        (503, b"<html>  upstream\n down </html>",
+         "answered 503 Service Unavailable: <html> upstream down </html>. The gateway failed"),
+    ],
+)  # fmt: skip
+def test_a_gateway_error_is_said_in_its_own_words_once(status: int, body: bytes, said: str) -> None:
+    """Not the raw JSON (nested as some gateways nest it), and one hint for the status."""
+    from wizard.runner.harness.proxy import gateway_error
+
+    message = gateway_error(status, body, "https://gw.example")
+    assert message.startswith("The model gateway at https://gw.example ") and said in message
+    assert "{" not in message.replace("<html>", "")
+
+
+async def test_an_error_answer_is_relayed_and_noted() -> None:
+    body = '{"type":"error","error":{"type":"authentication_error","message":"bad key"}}'
+    async with edge({"responses": [{"error": {"status": 401, "body": body}}]}) as (_, proxy):
+        client = _claude(proxy)
+        with pytest.raises(anthropic.AuthenticationError):
+            await client.messages.create(model="m", max_tokens=5, messages=USER)
+        await client.close()
+    assert proxy.last_error is not None and "401 Unauthorized: bad key" in proxy.last_error

@@ -55,7 +55,8 @@ def violated(run: RunState) -> AgentResult:
 def failed(run: RunState, message: str) -> AgentResult:
     """A model request failed: a rate limit, or an API error naming the gateway."""
     run.stop(run.inputs.error_message)
-    run.inputs.sink(LogLine(f"{run.engine} backend error: {message}", "error"))
+    # For the log: the screen says it once, with what to check.
+    run.inputs.sink(LogLine(f"{run.engine} backend error: {message}", "debug"))
     run.emit("agent aborted", **run.timing())
     error, shown = classify_failure(message, run.inputs.gateway.url)
     return AgentResult(error, shown)

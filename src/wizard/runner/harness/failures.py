@@ -19,10 +19,17 @@ _UNREACHABLE = re.compile(
 )
 
 
+# How wizard's gateway edge begins what it says about the gateway: each names what to check.
+GATEWAY_SAID = ("The model gateway at ", "Could not connect to the model gateway at ",
+                "Could not reach the model gateway at ")  # fmt: skip
+
+
 def classify_failure(message: str, gateway_url: str) -> tuple[AgentErrorType, str]:
     """The error type of a failed model request, and the message to show for it."""
     if _RATE_LIMITED.search(message):
         return AgentErrorType.RATE_LIMIT, message
+    if message.startswith(GATEWAY_SAID):
+        return AgentErrorType.API_ERROR, message
     if _UNREACHABLE.search(message):
         return AgentErrorType.API_ERROR, (
             f"Could not reach the model gateway at {gateway_url} ({message.strip()}). Check "

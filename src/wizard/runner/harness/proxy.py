@@ -38,6 +38,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -184,6 +185,9 @@ class GatewayProxy:
         self.meter = spend.meter() if spend is not None else UsageMeter()
         # Why a request was refused: the run's budget was spent (then no request goes out).
         self.over_budget: str | None = None
+        # The last error the gateway answered, in its own words with what to check: the
+        # run's error when the engine's request fails on it.
+        self.last_error: str | None = None
         self._server: asyncio.Server | None = None
         self._client: httpx.AsyncClient | None = None
 
@@ -322,7 +326,14 @@ class GatewayProxy:
         await connection.respond(502, headers, json.dumps(payload).encode())
 
     async def _pipe(self, response: httpx.Response, connection: HttpConnection, api: str) -> None:
-        """Relay the response as it comes; cut it in error at the first sign of a fault."""
+        """Relay the response as it comes; cut it in error at the first sign of a fault. An
+        error answer is read whole (it is small), noted in the gateway's words, and relayed."""
+        if response.status_code >= 400:
+            body = await response.aread()
+            self.last_error = gateway_error(response.status_code, body, self.upstream)
+            headers = [(n, v) for n, v in response.headers.items() if n.lower() not in _HOP_BY_HOP]
+            await connection.respond(response.status_code, [*headers, *_CLOSE], body)
+            return
         streamed = response.headers.get("content-type", "").startswith("text/event-stream")
         check = None
         if streamed and response.status_code == 200:
@@ -400,6 +411,61 @@ def transport_reason(exc: httpx.TransportError) -> str:
     if "Name or service not known" in text or "name resolution" in text:
         return "the host name did not resolve"
     return str(exc) or type(exc).__name__
+
+
+# What to check when the gateway answers an error, by its status.
+_CHECK = {
+    401: "Check the gateway key (WIZARD_GATEWAY_KEY, --gateway-key or the config file's "
+    "[gateway] key).",
+    403: "Check that the gateway key may use this model (WIZARD_GATEWAY_KEY, --gateway-key).",
+    404: "Check the gateway's root URL (WIZARD_GATEWAY_URL, --gateway-url), its API "
+    "(WIZARD_GATEWAY_API) and the model name (WIZARD_MODEL, --model).",
+    429: "The gateway is rate-limiting this key: wait a minute, then run again.",
+}
+
+
+def gateway_error(status: int, body: bytes, upstream: str) -> str:
+    """An error the gateway answered, said once: its status, its own message (from the
+    Anthropic or OpenAI error shape, not the raw JSON), and what to check."""
+    reason = _reason_phrase(status)
+    said = _error_message(body) or ""
+    check = _CHECK.get(status) or (
+        "The gateway failed: run again later, or check its status."
+        if status >= 500
+        else "The gateway refused the request as sent."
+    )
+    return (
+        f"The model gateway at {upstream} answered {status} {reason}"
+        + (f": {said}" if said else "")
+        + f". {check}"
+    )
+
+
+def _reason_phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _error_message(body: bytes, depth: int = 0) -> str | None:
+    """The message in an error body: `error.message`, `message` or `detail`, followed into a
+    message that is itself an error body; else the start of the text."""
+    text = body.decode(errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:300] or None
+    found: object = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        found = error.get("message") if isinstance(error, dict) else error
+        found = found or data.get("message") or data.get("detail")
+    if not isinstance(found, str):
+        return " ".join(text.split())[:300] or None
+    if depth < 2 and found.lstrip().startswith("{"):
+        return _error_message(found.encode(), depth + 1) or found[:300]
+    return found[:300]
 
 
 def unreachable_message(upstream: str, reason: str) -> str:

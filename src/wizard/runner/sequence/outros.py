@@ -11,6 +11,7 @@ from pathlib import Path
 
 from wizard.outcome import AgentErrorType, AgentResult, Outro
 from wizard.programs.types import AbortCase, ProgramConfig
+from wizard.runner.harness.failures import GATEWAY_SAID
 
 REPORT_TO = "If it keeps happening, report it to wizard@posthog.com with the log file."
 
@@ -76,6 +77,8 @@ def error_outro(program: ProgramConfig, result: AgentResult) -> Outro:
     """The screen for a non-abort error."""
     assert result.error is not None
     message, advice = _ERROR_SCREENS[result.error]
+    if (result.message or "").startswith(GATEWAY_SAID):  # it says what to check: said once
+        return Outro("error", message, result.message, program.docs_url)
     detail = f"{result.message}\n\n" if result.message else ""
     return Outro("error", message, detail + advice, program.docs_url)
 
