@@ -363,12 +363,97 @@ def test_doctor_names_the_node_version_probes_the_gateway_and_does_not_fail_a_fi
     assert checks["pi engine"].detail.startswith("not installed yet: the first run installs")
     gateway = checks["gateway"]
     assert gateway.ok is False and gateway.detail.endswith("could not connect (connection refused)")
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        url = f"http://127.0.0.1:{listening.getsockname()[1]}"
-        checks = {c.name: c for c in run_checks({**os.environ, "WIZARD_GATEWAY_URL": url})}
-    assert checks["gateway"].ok is True, checks["gateway"]
+
+
+class _Gateway:
+    """A gateway on 127.0.0.1 that answers GET /v1/models with `status` (and keeps the key
+    it was sent), over TLS with a self-signed certificate when `cert` is given."""
+
+    def __init__(self, status: int, body: bytes = b"{}", cert: tuple[Path, Path] | None = None):
+        import ssl
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        keys: list[str] = []
+        self.keys = keys
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                keys.append(self.headers.get("x-api-key") or self.headers.get("authorization"))
+                self.send_response(status if self.path == "/v1/models" else 404)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if cert is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*cert)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "ok", "said"),
+    [
+        (200, b'{"data": []}', True, "the key was accepted (GET /v1/models)"),
+        (404, b"", True, "the key was not checked (the gateway has no model list)"),
+        (401, b'{"type":"error","error":{"type":"authentication_error","message":"invalid key"}}',
+         False, "answered 401 Unauthorized: invalid key"),
+    ],
+)  # fmt: skip
+def test_doctor_asks_the_gateway_about_the_key_at_no_cost(
+    status: int, body: bytes, ok: bool, said: str
+) -> None:
+    """It used to say "ok" for any port that accepted a connection, a wrong key included."""
+    from wizard.doctor import run_checks
+    from wizard.runner.gateway import GatewayFlags
+
+    gateway = _Gateway(status, body)
+    try:
+        flags = GatewayFlags(url=gateway.url, key="sk-test-key")  # as --gateway-url/--gateway-key
+        (check,) = [c for c in run_checks(dict(os.environ), flags) if c.name == "gateway"]
+    finally:
+        gateway.close()
+    assert (check.ok, gateway.keys) == (ok, ["sk-test-key"]), check
+    assert check.detail.endswith(said), check.detail
+    assert ("gateway key" in check.fix) == (status == 401)
+
+
+def test_doctor_says_when_the_gateways_certificate_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wizard.doctor import run_checks
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+         "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    gateway = _Gateway(200, cert=(cert, key))
+    try:
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        environ = {**os.environ, "WIZARD_GATEWAY_URL": gateway.url}
+        (untrusted,) = [c for c in run_checks(environ) if c.name == "gateway"]
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # httpx reads the process environment
+        (trusted,) = [c for c in run_checks(environ) if c.name == "gateway"]
+    finally:
+        gateway.close()
+    assert untrusted.ok is False and "certificate verify failed" in untrusted.detail
+    assert "SSL_CERT_FILE" in untrusted.fix
+    assert trusted.ok is True and "its certificate trusted" in trusted.detail, trusted
 
 
 @pytest.mark.parametrize(

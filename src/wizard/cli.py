@@ -378,11 +378,18 @@ def schema(
 
 
 @app.command(short_help="Check what a run needs.")
-def doctor() -> None:
-    """Check Node, pi, the OS sandbox, the SDK and the gateway settings; exit 1 if one fails."""
+def doctor(
+    gateway_url: GatewayUrl = None,
+    gateway_key: GatewayKey = None,
+    gateway_api: GatewayApi = None,
+    allow_insecure_gateway: AllowInsecure = False,
+) -> None:
+    """Check Node, pi, the OS sandbox, the SDK and the gateway (reached as a run reaches it,
+    its key asked about where that costs nothing); exit 1 if one fails."""
     from wizard.config import with_config
     from wizard.doctor import Check, run_checks
     from wizard.errors import ConfigError
+    from wizard.runner.gateway import GatewayFlags
     from wizard.ui.console import make_console
     from wizard.ui.tables import print_doctor
 
@@ -393,7 +400,8 @@ def doctor() -> None:
             dict(os.environ),
             [Check("config file", False, exc.message, exc.hint or "")],
         )
-    checks = [*broken, *run_checks(environ)]
+    flags = GatewayFlags(gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
+    checks = [*broken, *run_checks(environ, flags)]
     print_doctor(make_console(), checks)
     if any(check.ok is False for check in checks):
         raise typer.Exit(1)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
-import socket
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -71,34 +69,44 @@ def _sdk() -> Check:
     return Check("Claude Agent SDK", None, version)
 
 
-def _gateway(environ: Mapping[str, str]) -> Check:
+def _gateway(environ: Mapping[str, str], flags: GatewayFlags) -> Check:
     try:
-        gateway = resolve_gateway(GatewayFlags(), environ)
+        gateway = resolve_gateway(flags, environ)
     except WizardError as exc:
         return Check("gateway", False, exc.message, exc.hint or "")
     key = "a key is set" if gateway.key else "no key"
     detail = f"{gateway.url} ({gateway.api}, {key})"
-    if (unreachable := _unreachable(gateway.url)) is not None:
-        fix = "check WIZARD_GATEWAY_URL and that the gateway is up; `wizard demo` runs offline"
-        return Check("gateway", False, f"{detail}: could not connect ({unreachable})", fix)
-    return Check("gateway", True, detail)
+    ok, said, fix = _ask(gateway.url, gateway.api, gateway.key)
+    return Check("gateway", ok, f"{detail}: {said}", fix)
 
 
-def _unreachable(url: str) -> str | None:
-    """Why nothing answers at the gateway's host and port, or None if something does."""
-    parts = urllib.parse.urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+def _ask(url: str, api: str, key: str | None) -> tuple[bool, str, str]:
+    """Ask the gateway for its model list, as a run would reach it (TLS with the same trust
+    store, the key in the API's header): a request that costs nothing. Whether that went
+    well, what it showed, and the fix if it did not."""
+    import httpx
+
+    from wizard.runner.harness.proxy import gateway_answer, transport_reason, unreachable_fix
+
+    headers = {"anthropic-version": "2023-06-01"}
+    if key:
+        headers |= {"x-api-key": key} if api == "anthropic-messages" else {
+            "authorization": f"Bearer {key}"}  # fmt: skip
     try:
-        socket.create_connection((parts.hostname or "", port), timeout=3).close()
-    except ConnectionRefusedError:
-        return "connection refused"
-    except TimeoutError:
-        return "timed out"
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
+        with httpx.Client(timeout=5, trust_env=True) as client:
+            response = client.get(url.rstrip("/") + "/v1/models", headers=headers)
+    except httpx.TransportError as exc:
+        reason = transport_reason(exc)
+        return False, f"could not connect ({reason})", unreachable_fix(reason)
+    secure = "over TLS, its certificate trusted; " if url.startswith("https:") else ""
+    if response.status_code == 200:
+        return True, f"{secure}the key was accepted (GET /v1/models)", ""
+    if response.status_code in (404, 405):
+        return True, f"{secure}the key was not checked (the gateway has no model list)", ""
+    answered, check = gateway_answer(response.status_code, response.content)
+    return False, answered, check
 
 
-def run_checks(environ: Mapping[str, str]) -> list[Check]:
-    """Every check, in the order a run needs them."""
-    return [_node(), _pi(), _sandbox(environ), _sdk(), _gateway(environ)]
+def run_checks(environ: Mapping[str, str], gateway: GatewayFlags | None = None) -> list[Check]:
+    """Every check, in the order a run needs them (`gateway`: the command line's settings)."""
+    return [_node(), _pi(), _sandbox(environ), _sdk(), _gateway(environ, gateway or GatewayFlags())]

@@ -427,18 +427,21 @@ _CHECK = {
 def gateway_error(status: int, body: bytes, upstream: str) -> str:
     """An error the gateway answered, said once: its status, its own message (from the
     Anthropic or OpenAI error shape, not the raw JSON), and what to check."""
-    reason = _reason_phrase(status)
-    said = _error_message(body) or ""
+    answered, check = gateway_answer(status, body)
+    return f"The model gateway at {upstream} {answered}. {check}"
+
+
+def gateway_answer(status: int, body: bytes) -> tuple[str, str]:
+    """What the gateway answered ("answered 401 Unauthorized: invalid key"), and what to
+    check for that status."""
+    said = _error_message(body)
+    answered = f"answered {status} {_reason_phrase(status)}".strip() + (f": {said}" if said else "")
     check = _CHECK.get(status) or (
         "The gateway failed: run again later, or check its status."
         if status >= 500
         else "The gateway refused the request as sent."
     )
-    return (
-        f"The model gateway at {upstream} answered {status} {reason}"
-        + (f": {said}" if said else "")
-        + f". {check}"
-    )
+    return answered, check
 
 
 def _reason_phrase(status: int) -> str:
@@ -470,14 +473,20 @@ def _error_message(body: bytes, depth: int = 0) -> str | None:
 
 def unreachable_message(upstream: str, reason: str) -> str:
     """The run's error when the gateway stayed out of reach, with the setting that fixes it."""
-    message = f"Could not connect to the model gateway at {upstream} ({reason})."
+    return f"Could not connect to the model gateway at {upstream} ({reason}). " + (
+        unreachable_fix(reason)
+    )
+
+
+def unreachable_fix(reason: str) -> str:
+    """What to check when the gateway could not be reached for `reason`."""
     if reason == "certificate verify failed":
-        return message + (
-            " Its certificate is not trusted here: if the gateway uses a private CA, set "
+        return (
+            "Its certificate is not trusted here: if the gateway uses a private CA, set "
             "SSL_CERT_FILE to a PEM file that holds it."
         )
-    return message + (
-        " Check WIZARD_GATEWAY_URL (or --gateway-url) and that the gateway is up and reachable "
+    return (
+        "Check WIZARD_GATEWAY_URL (or --gateway-url) and that the gateway is up and reachable "
         "from here; `wizard demo` runs offline."
     )
 
