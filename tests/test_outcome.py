@@ -40,3 +40,14 @@ def test_outcome_json_round_trip() -> None:
     assert data["status"] == "aborted" and data["exit_code"] == 3
     assert data["error_type"] == "WIZARD_ABORT" and data["source"] == "skill"
     assert data["outro"]["message"] == "Email API not enabled"
+
+
+def test_a_sum_of_usages_starts_from_nothing_and_keeps_the_cost() -> None:
+    """An orchestrator sums its tasks' usage from an empty `Usage()`, which has no cost: the
+    sum used to have none either, so orchestrator and resumed runs never showed one."""
+    from wizard.outcome import Usage
+
+    task = Usage(model_requests=2, cost_usd=0.01)
+    assert (Usage() + task + task).cost_usd == 0.02
+    assert (task + Usage(model_requests=1)).cost_usd is None  # one request with no price
+    assert (Usage() + Usage()).cost_usd is None

@@ -53,10 +53,12 @@ class Usage:
     cost_usd: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
-        """Both together: counts and times summed; a cost only if both have one."""
+        """Both together: counts and times summed; a cost only if each that made a request
+        has one (an empty `Usage()`, the start of a sum, has none and needs none)."""
+        costs = [u.cost_usd for u in (self, other) if u.model_requests or u.cost_usd is not None]
         cost = None
-        if self.cost_usd is not None and other.cost_usd is not None:
-            cost = round(self.cost_usd + other.cost_usd, 8)
+        if costs and all(c is not None for c in costs):
+            cost = round(sum(c for c in costs if c is not None), 8)
         summed = {
             f.name: getattr(self, f.name) + getattr(other, f.name)
             for f in fields(self)

@@ -85,8 +85,38 @@ def test_an_orchestrated_run_succeeds_with_task_events(
     )
     (proof,) = outcome["verification"]["proofs"]
     assert proof["status"] == "proven" and "billing.py:5" in proof["evidence"]
+    # Priced as a linear run is: the tasks' costs summed (the sum used to start from none).
+    assert outcome["usage"]["cost_usd"] is not None and outcome["usage"]["cost_usd"] > 0
     assert [t["status"] for t in outcome["tasks"]] == ["done", "done"]
     assert pi_processes_in(tmp_path / "project") == []
+
+
+def test_a_spent_budget_ends_the_run_on_its_screen_and_is_never_retried(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    """It used to end "the 'Tag a' step failed … report it to wizard@posthog.com" with no
+    error type, after starting the task again once the budget was spent."""
+    tagged = call("write", path="billing.py", content=TAGGED)
+    more = call("read", path="billing.py")
+    url, _ = gateway_process(
+        {
+            "conversations": [
+                _plan("a"),
+                {"match": "# Task a:", "responses": [{"blocks": [tagged]}, {"blocks": [more]}]},
+            ]
+        }
+    )
+    outcome_file = tmp_path / "outcome.json"
+    proc = _run(tmp_path, url, "--max-turns", "2", "--outcome-json", str(outcome_file))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    outcome = json.loads(outcome_file.read_text())
+    assert (outcome["error_type"], outcome["outro"]["message"]) == (
+        "WIZARD_BUDGET_EXCEEDED",
+        "The run reached its budget",
+    )
+    (task,) = outcome["tasks"]
+    assert (task["status"], task["attempts"], task["error"]) == ("failed", 1, "budget")
+    assert "report it" not in outcome["outro"]["body"]
 
 
 def test_a_task_abort_exits_3_with_the_matched_case(tmp_path: Path, gateway_process: Any) -> None:

@@ -32,6 +32,8 @@ NO_REPORT = "Task ended without calling complete_task."
 _RUN_ENDERS = {
     AgentErrorType.ABORT: "aborted",
     AgentErrorType.SECURITY_VIOLATION: "security",
+    # The run's budget is shared by its tasks: once spent, no task may start or start again.
+    AgentErrorType.BUDGET_EXCEEDED: "budget",
 }
 
 
