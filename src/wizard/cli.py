@@ -100,11 +100,9 @@ def _launch(
     from wizard.launch import launch
 
     try:
-        outcome = launch(program, options, with_config(os.environ), services, after)
+        outcome = launch(program, options, with_config(os.environ), services, after, outcome_json)
     except WizardError as exc:
         raise usage_exit(exc, program.id, options.ci, outcome_json) from exc
-    if outcome_json is not None:
-        outcome_json.write_text(outcome.to_json() + "\n")
     raise typer.Exit(exit_code(outcome))
 
 
@@ -493,4 +491,17 @@ def main() -> None:
         raise SystemExit(1) from None
     if interrupted_before_a_command(code):  # Typer's bare 130: say so, as for any Ctrl-C
         raise SystemExit(cancelled_early(sys.argv[1:]))
+    _quiet_if_gone()
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _quiet_if_gone() -> None:
+    """A closed terminal is not an error of the run: output that can no longer be flushed
+    goes nowhere, so Python's own flush at exit neither complains nor changes the exit code."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())

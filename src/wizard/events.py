@@ -161,9 +161,12 @@ class EventBus:
         self._sinks: list[EventSink] = list(sinks)
 
     def __call__(self, event: Event) -> None:
-        for sink in self._sinks:
+        for sink in list(self._sinks):
             try:
                 sink(event)
+            except OSError as exc:  # its terminal is gone (a closed window, a broken pipe)
+                self._sinks.remove(sink)
+                self(LogLine(f"an output went away ({exc}); the run goes on without it", "warning"))
             except Exception:  # a broken sink must never break a run
                 log.exception("event sink failed on %s", event.kind)
 

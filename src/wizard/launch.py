@@ -25,7 +25,7 @@ from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
 from wizard.names import shown
-from wizard.outcome import AgentErrorType, Outcome, Outro
+from wizard.outcome import AgentErrorType, Outcome, Outro, Usage
 from wizard.processes import become_subreaper, stop_descendants
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
@@ -141,6 +141,13 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
         edits = None
     code = [path for path in record.changed if runs_code(path)]
     warnings = (*outcome.warnings, wrote_code(code, outcome.run_id)) if code else outcome.warnings
+    if outcome.status == "cancelled":  # interrupted: what it ran on and used, from its record
+        outcome = replace(
+            outcome,
+            harness=outcome.harness or record.harness,
+            sequence=outcome.sequence or record.sequence,
+            usage=outcome.usage or (Usage(**record.usage) if record.usage else None),
+        )
     return replace(
         outcome,
         warnings=warnings,
@@ -151,6 +158,21 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
         repositories_added=tuple(record.repos_added),
         edits=edits.to_dict() if edits is not None else None,
     )
+
+
+def resumable(outcome: Outcome, run_id: str, project: Path) -> Outcome:
+    """An interrupted orchestrator run's screen: where its steps stood, and the command that
+    carries it on (finished steps are not run again)."""
+    if not outcome.tasks or outcome.outro is None:
+        return outcome
+    counts: dict[str, int] = {}
+    for task in outcome.tasks:
+        counts[str(task.get("status"))] = counts.get(str(task.get("status")), 0) + 1
+    stood = ", ".join(f"{count} {status}" for status, count in counts.items())
+    command = f"wizard resume {run_id} --project {project}"
+    body = f"{outcome.outro.body}\n\nSteps: {stood}. Carry it on with `{command}`: the steps "
+    body += "that finished are not run again."
+    return replace(outcome, outro=replace(outcome.outro, body=body))
 
 
 def wrote_code(paths: list[str], run_id: str) -> str:
@@ -257,11 +279,14 @@ def launch(
     environ: Mapping[str, str],
     services: Services | None = None,
     after_run: Callable[[Outcome], None] | None = None,
+    outcome_json: Path | None = None,
 ) -> Outcome:
     """Run `program` with the terminal UI (or CI output) and return its outcome.
 
     `services` may run things for the length of the run inside its event loop (the demo's
-    gateway) and give extra environment; `after_run` prints anything after the outro.
+    gateway) and give extra environment; `after_run` prints anything after the outro. The
+    outcome goes to `outcome_json` before anything is printed: a closed terminal (the user's
+    window, a killed tmux session) must not cost the machines their answer.
     """
     options = replace(options, preview=preview_wanted(options, environ))
     run_id = new_run_id()
@@ -285,18 +310,23 @@ def launch(
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
     if outcome.status == "cancelled" and not outcome.tasks:  # interrupted: the queue on disk
-        outcome = replace(outcome, tasks=saved_tasks(run_id))
+        outcome = resumable(replace(outcome, tasks=saved_tasks(run_id)), run_id, options.project)
     outcome = with_journal(replace(outcome, run_id=run_id), options.project)
     if options.patch_out is not None and outcome.preview:
         outcome = with_patch(outcome, options.project, options.patch_out)
     if outcome.error_type is AgentErrorType.ENGINE_FAILURE and outcome.outro is not None:
         body = f"{outcome.outro.body}\n\nLog file: {log.path}"
         outcome = replace(outcome, outro=replace(outcome.outro, body=body))
-    if ci is not None:
-        ci.outcome(outcome)
-    print_outro(console, outcome)
-    if after_run is not None:
-        after_run(outcome)
+    if outcome_json is not None:
+        outcome_json.write_text(outcome.to_json() + "\n")
+    try:
+        if ci is not None:
+            ci.outcome(outcome)
+        print_outro(console, outcome)
+        if after_run is not None:
+            after_run(outcome)
+    except OSError:  # the terminal is gone (EIO, a broken pipe): the outcome is written
+        pass
     return outcome
 
 

@@ -6,6 +6,7 @@ event (so a usage error before the run starts leaves no empty log behind).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -36,7 +37,8 @@ class RunLog:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("x", encoding="utf-8")
-            self._on_open(self.path)
+            with contextlib.suppress(OSError):  # saying where it is must not cost the log
+                self._on_open(self.path)
         self._file.write(json.dumps(event_record(event, self.run_id), default=str) + "\n")
         self._file.flush()
 

@@ -245,8 +245,8 @@ async def _run(
         )
     try:
         outcome = await _run_sequence(context, harness)
-    except asyncio.CancelledError:
-        journal.finish("cancelled")
+    except asyncio.CancelledError:  # what it used so far is in its record (and its outcome)
+        journal.amend(journal.finish("cancelled"), usage=asdict(spend.total()))
         raise
     record = journal.finish(outcome.status, outcome.error_type)
     try:
@@ -254,7 +254,8 @@ async def _run(
             outcome, context, journal, record, request.no_verify, full=request.verify_full
         )
     except asyncio.CancelledError:  # interrupted while checking: the run ends cancelled
-        journal.after_checks(record, "cancelled")
+        record, _ = journal.after_checks(record, "cancelled")
+        journal.amend(record, usage=asdict(spend.total()))
         raise
     ran = outcome.verification
     if ran is not None and (ran.checks or any(p.kind == "runtime" for p in ran.proofs)):

@@ -145,6 +145,11 @@ class RunSpend:
         self._meters.append(meter)
         return meter
 
+    def total(self) -> Usage:
+        """What the whole run has used so far (its wall time from its start)."""
+        used = sum((m.usage(self.model, self.prices) for m in self._meters), Usage())
+        return replace(used, wall_seconds=round(time.monotonic() - self.started, 3))
+
     def exceeded(self) -> str | None:
         """Why the next model request may not go out, or None while within the budget."""
         budget = self.budget
