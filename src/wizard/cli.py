@@ -278,7 +278,7 @@ def demo(
     from wizard.journal import prune_demo_journals
     from wizard.programs import get_program
 
-    prune_demo_journals()  # earlier demos' journals, whose projects are gone or many
+    prune_demo_journals()  # earlier demos' journals, whose projects are gone
     workdir = Path(tempfile.mkdtemp(prefix="wizard-demo-"))
     try:
         setup = prepare_demo(scenario, workdir)

@@ -33,6 +33,9 @@ from wizard.journal.refusals import ApplyRefused, UndoRefused
 from wizard.journal.store import PLAIN_BITS, Change, GitStore, Snapshot
 
 DEFAULT_KEEP = 20
+# The ids of pruned runs, so a command naming one says it was pruned, not that it never was.
+PRUNED_FILE = "pruned.json"
+MAX_PRUNED_NOTED = 1000
 
 
 class RunRecord(BaseModel):
@@ -267,11 +270,28 @@ class Journal:
             return records[0]
         matches = [r for r in records if r.run_id.startswith(run_id)]
         if len(matches) != 1:
+            pruned = [old for old in self.pruned() if old.startswith(run_id)]
+            if not matches and len(pruned) == 1:
+                raise UsageError(
+                    f"The run {pruned[0]} of {self.project} was journaled, and its record has "
+                    "since been pruned: the journal keeps a project's newest "
+                    f"{journal_keep(os.environ)} runs.",
+                    "Set WIZARD_JOURNAL_KEEP to keep more; `wizard runs --project DIR` lists "
+                    "those it has.",
+                )
             raise UsageError(
                 f"No single journaled run of {self.project} has the id '{run_id}'.",
                 "`wizard runs --project DIR` lists them.",
             )
         return matches[0]
+
+    def pruned(self) -> list[str]:
+        """The ids of the runs whose records were pruned, newest last."""
+        try:
+            data = json.loads((self.state / PRUNED_FILE).read_text())
+        except (OSError, ValueError):
+            return []
+        return [str(run_id) for run_id in data] if isinstance(data, list) else []
 
     def links_out(self, record: RunRecord) -> dict[str, str]:
         """The links the run left (of those it changed) that lead out of the project."""
@@ -452,6 +472,8 @@ class Journal:
         old, kept = records[max(keep, 1) :], records[: max(keep, 1)]
         if not old:
             return
+        gone = [*self.pruned(), *(record.run_id for record in old)][-MAX_PRUNED_NOTED:]
+        write_atomically(self.state / PRUNED_FILE, json.dumps(gone).encode())
         for record in old:
             self._remove_copy(record)
             self._discard(record)
