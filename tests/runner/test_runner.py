@@ -160,3 +160,35 @@ async def test_a_run_that_changed_no_app_file_and_proved_nothing_is_never_set_up
     )
     assert outcome.outro is not None and outcome.outro.message.endswith("nothing was set up")
     assert "set up" not in outcome.outro.message.replace("nothing was set up", "")
+
+
+async def test_an_engine_that_takes_a_while_to_prepare_shows_a_spinner(tmp_path: Path) -> None:
+    """The first pi install takes about 25 s: the screen used to sit still through it."""
+    from collections.abc import Callable
+
+    from wizard.events import SpinnerMessage, SpinnerStarted, SpinnerStopped
+
+    class Installing(PiHarness):
+        async def prepare(self, progress: Callable[[str], None]) -> None:
+            progress("installing pi 0.73.1 with npm ...")
+            progress("pi 0.73.1 installed.")
+
+    recorder = EventRecorder()
+    request = RunRequest(
+        program=get_program("transactional-email"), project_dir=tmp_path, skills=BundledSkills(),
+        sink=recorder, environ={"WIZARD_SANDBOX": "off"},
+        gateway=GatewayFlags(url="http://127.0.0.1:9"),
+    )  # fmt: skip
+    turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
+    (tmp_path / "README.md").write_text("# app\n")
+    await run_program(request, Installing(session_factory=FakePiSession(turns)))
+    spun = [
+        e
+        for e in recorder.events
+        if isinstance(e, SpinnerStarted | SpinnerMessage | SpinnerStopped)
+    ]
+    assert spun[:3] == [
+        SpinnerStarted("Preparing the pi engine: installing pi 0.73.1 with npm ..."),
+        SpinnerMessage("Preparing the pi engine: pi 0.73.1 installed."),
+        SpinnerStopped("The pi engine is ready"),
+    ]

@@ -18,7 +18,15 @@ from pathlib import Path
 from wizard.config import number_setting
 from wizard.engines.claude import load_sdk
 from wizard.errors import EngineError, UsageError
-from wizard.events import AnalyticsEvent, EventSink, LogLine, RunStarted
+from wizard.events import (
+    AnalyticsEvent,
+    EventSink,
+    LogLine,
+    RunStarted,
+    SpinnerMessage,
+    SpinnerStarted,
+    SpinnerStopped,
+)
 from wizard.journal.lock import project_lock
 from wizard.journal.runs import journal_keep
 from wizard.outcome import Outcome, Outro
@@ -232,13 +240,16 @@ async def _run(
         sandbox=sandbox.policy,
         resume_from=request.resume_from,
     )
+    preparing = _Preparing(request.sink, binding.harness)
     try:
-        await harness.prepare(lambda line: request.sink(LogLine(line)))
+        await harness.prepare(preparing)
     except EngineError as exc:
+        preparing.done(ready=False)
         if journal is not None:
             journal.abandon()
         outro = Outro("error", f"The {binding.harness} engine is not available", str(exc))
         return context.outcome("failed", outro, reason=exc.message)
+    preparing.done(ready=True)
     if journal is None:
         journal = RunJournal.open(
             workspace.project, request.run_id, request.program.id, binding, request.sink
@@ -272,6 +283,26 @@ async def _run(
     if journal.warning is not None:
         outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
     return outcome
+
+
+class _Preparing:
+    """What the engine's preparation says (an install on first use takes a while): into the
+    log, and on a spinner of its own, so the screen is never still while it works."""
+
+    def __init__(self, sink: EventSink, engine: str) -> None:
+        self.sink, self.engine, self.spinning = sink, engine, False
+
+    def __call__(self, line: str) -> None:
+        self.sink(LogLine(line))
+        said = f"Preparing the {self.engine} engine: {line}"
+        self.sink(SpinnerMessage(said) if self.spinning else SpinnerStarted(said))
+        self.spinning = True
+
+    def done(self, *, ready: bool) -> None:
+        if self.spinning:
+            said = "is ready" if ready else "could not be prepared"
+            self.sink(SpinnerStopped(f"The {self.engine} engine {said}"))
+            self.spinning = False
 
 
 def _max_parallel(request: RunRequest) -> int:
