@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -511,17 +510,14 @@ def test_the_config_file_can_make_every_run_a_preview(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from wizard.config import with_config
-    from wizard.launch import LaunchOptions, preview_wanted
-    from wizard.programs.types import ProgramBinding
-    from wizard.runner.gateway import GatewayFlags
+    from wizard.runner.plan import preview_wanted
 
     config = tmp_path / "config.toml"
     config.write_text("[run]\npreview = true\n")
     environ = with_config({"WIZARD_CONFIG": str(config)})
-    options = LaunchOptions(tmp_path, ProgramBinding(), GatewayFlags())
-    assert preview_wanted(options, environ) is True
-    assert preview_wanted(replace(options, preview=False), environ) is False  # --no-preview
-    assert preview_wanted(options, {}) is False
+    assert preview_wanted(None, environ) is True
+    assert preview_wanted(False, environ) is False  # --no-preview
+    assert preview_wanted(None, {}) is False
 
 
 def test_apply_and_discard_with_nothing_to_apply_say_so(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -47,8 +46,9 @@ from wizard.errors import EngineChanged, UsageError, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 
 if TYPE_CHECKING:
-    from wizard.launch import LaunchOptions, Services
+    from wizard.launch import Screen, Services
     from wizard.programs.types import ProgramConfig
+    from wizard.runner.plan import RunFlags
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(
@@ -91,8 +91,8 @@ def _root(
 
 def _launch(
     program: ProgramConfig,
-    options: LaunchOptions,
-    outcome_json: Path | None,
+    flags: RunFlags,
+    screen: Screen,
     services: Services | None = None,
     after: Callable[[Outcome], None] | None = None,
 ) -> None:
@@ -100,49 +100,44 @@ def _launch(
     from wizard.launch import launch
 
     try:
-        outcome = launch(program, options, with_config(os.environ), services, after, outcome_json)
+        outcome = launch(program, flags, screen, with_config(os.environ), services, after)
     except WizardError as exc:
-        raise usage_exit(exc, program.id, options.ci, outcome_json) from exc
+        raise usage_exit(exc, program.id, screen.ci, screen.outcome_json) from exc
     raise typer.Exit(exit_code(outcome))
 
 
-def _options(
-    project: Path,
-    harness: str | None,
-    sequence: str | None,
-    model: str | None,
-    skills_dir: Path | None,
-    ci: bool,
-    gateway: tuple[str | None, str | None, str | None, bool],
-    verbose: bool,
-    max_parallel: int | None,
-    no_sandbox: bool = False,
-    no_verify: bool = False,
-    budget: tuple[int | None, float | None, str | None] = (None, None, None),
-    verify: str = "basic",
-    *,
-    preview: bool | None = None,
-    patch_out: Path | None = None,
-) -> LaunchOptions:
-    from wizard.launch import LaunchOptions
+def _screen(ci: bool, verbose: bool, outcome_json: Path | None,
+            patch_out: Path | None = None) -> Screen:  # fmt: skip
+    """How the run is shown, and what it leaves for machines."""
+    from wizard.launch import Screen
+
+    return Screen(ci=ci, verbose=verbose, outcome_json=outcome_json, patch_out=patch_out)
+
+
+def _flags(project: Path, *, harness: str | None = None, sequence: str | None = None,
+           model: str | None = None, skills_dir: Path | None = None,
+           gateway: tuple[str | None, str | None, str | None, bool] = (None, None, None, False),
+           budget: tuple[int | None, float | None, str | None] = (None, None, None),
+           max_parallel: int | None = None, no_sandbox: bool = False, no_verify: bool = False,
+           verify: str = "basic", preview: bool | None = None,
+           resume_from: str | None = None) -> RunFlags:  # fmt: skip
+    """The run's flags, as the command line gave them."""
     from wizard.programs.types import ProgramBinding
     from wizard.runner.gateway import GatewayFlags
     from wizard.runner.harness.usage import BudgetFlags
+    from wizard.runner.plan import RunFlags
 
-    return LaunchOptions(
+    return RunFlags(
         project=project,
         binding=ProgramBinding(sequence=sequence, harness=harness, model=model),
         gateway=GatewayFlags(*gateway),
+        budget=BudgetFlags(*budget),
         skills_dir=skills_dir,
-        ci=ci,
-        verbose=verbose,
         max_parallel=max_parallel,
         no_sandbox=no_sandbox,
-        no_verify=no_verify,
-        budget=BudgetFlags(*budget),
-        verify_full=verify == "full",
+        verify="off" if no_verify else "full" if verify == "full" else "basic",
         preview=preview,
-        patch_out=patch_out,
+        resume_from=resume_from,
     )
 
 
@@ -180,25 +175,13 @@ def run(
         config = get_program(program)
     except WizardError as exc:
         raise usage_exit(exc, program, ci, outcome_json) from exc
-    gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
-    options = _options(
-        project,
-        harness,
-        sequence,
-        model,
-        skills_dir,
-        ci,
-        gateway,
-        verbose,
-        max_parallel,
-        no_sandbox,
-        no_verify,
-        (max_turns, max_cost, max_time),
-        verify,
-        preview=preview,
-        patch_out=patch_out,
-    )
-    _launch(config, options, outcome_json)
+    flags = _flags(
+        project, harness=harness, sequence=sequence, model=model, skills_dir=skills_dir,
+        gateway=(gateway_url, gateway_key, gateway_api, allow_insecure_gateway),
+        budget=(max_turns, max_cost, max_time), max_parallel=max_parallel,
+        no_sandbox=no_sandbox, no_verify=no_verify, verify=verify, preview=preview,
+    )  # fmt: skip
+    _launch(config, flags, _screen(ci, verbose, outcome_json, patch_out))
 
 
 @app.command()
@@ -229,25 +212,13 @@ def skill(
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
 
-    gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
-    options = _options(
-        project,
-        harness,
-        sequence,
-        model,
-        skills_dir,
-        ci,
-        gateway,
-        verbose,
-        max_parallel,
-        no_sandbox,
-        no_verify,
-        (max_turns, max_cost, max_time),
-        verify,
-        preview=preview,
-        patch_out=patch_out,
-    )
-    _launch(skill_program(name), options, outcome_json)
+    flags = _flags(
+        project, harness=harness, sequence=sequence, model=model, skills_dir=skills_dir,
+        gateway=(gateway_url, gateway_key, gateway_api, allow_insecure_gateway),
+        budget=(max_turns, max_cost, max_time), max_parallel=max_parallel,
+        no_sandbox=no_sandbox, no_verify=no_verify, verify=verify, preview=preview,
+    )  # fmt: skip
+    _launch(skill_program(name), flags, _screen(ci, verbose, outcome_json, patch_out))
 
 
 @app.command(short_help="Run the offline demo (no API key).")
@@ -287,22 +258,12 @@ def demo(
         raise usage_exit(exc, "demo", ci, outcome_json) from exc
     sandboxed = demo_sandbox_available()
     print_demo_intro(setup, ci, sandboxed)
-    options = _options(
-        setup.project,
-        "pi",
-        "linear",
-        DEMO_MODEL,
-        None,
-        ci,
-        (None, None, None, False),
-        verbose,
-        None,
-        no_sandbox=not sandboxed,
-    )
+    flags = _flags(setup.project, harness="pi", sequence="linear", model=DEMO_MODEL,
+                   no_sandbox=not sandboxed)  # fmt: skip
     _launch(
         get_program(DEMO_PROGRAM),
-        options,
-        outcome_json,
+        flags,
+        _screen(ci, verbose, outcome_json),
         services=lambda: demo_services(setup),
         after=lambda outcome: show_changes(setup, outcome, ci),
     )
@@ -352,11 +313,13 @@ def resume(
         config = get_program(record.program)  # a `wizard skill` run is not resumable
     except WizardError as exc:
         raise usage_exit(exc, run or "resume", ci, outcome_json) from exc
-    gateway = (gateway_url, gateway_key, gateway_api, allow_insecure_gateway)
-    options = _options(project, record.harness, "orchestrator", None, None, ci, gateway,
-                       verbose, max_parallel, no_sandbox, no_verify,
-                       (max_turns, max_cost, max_time), verify)  # fmt: skip
-    _launch(config, replace(options, resume_from=record.run_id), outcome_json)
+    flags = _flags(
+        project, harness=record.harness, sequence="orchestrator",
+        gateway=(gateway_url, gateway_key, gateway_api, allow_insecure_gateway),
+        budget=(max_turns, max_cost, max_time), max_parallel=max_parallel,
+        no_sandbox=no_sandbox, no_verify=no_verify, verify=verify, resume_from=record.run_id,
+    )  # fmt: skip
+    _launch(config, flags, _screen(ci, verbose, outcome_json))
 
 
 @app.command(short_help="Print the JSON Schema of the outcome or the --ci events.")

@@ -81,29 +81,20 @@ def _gateway(environ: Mapping[str, str], flags: GatewayFlags) -> Check:
 
 
 def _ask(url: str, api: str, key: str | None) -> tuple[bool, str, str]:
-    """Ask the gateway for its model list, as a run would reach it (TLS with the same trust
-    store, the key in the API's header): a request that costs nothing. Whether that went
-    well, what it showed, and the fix if it did not."""
-    import httpx
+    """Ask the gateway for its model list, as a run would reach it: whether that went well,
+    what it showed, and the fix if it did not."""
+    from wizard.runner.harness.proxy import ask_for_models, gateway_answer, unreachable_fix
 
-    from wizard.runner.harness.proxy import gateway_answer, transport_reason, unreachable_fix
-
-    headers = {"anthropic-version": "2023-06-01"}
-    if key:
-        headers |= {"x-api-key": key} if api == "anthropic-messages" else {
-            "authorization": f"Bearer {key}"}  # fmt: skip
-    try:
-        with httpx.Client(timeout=5, trust_env=True) as client:
-            response = client.get(url.rstrip("/") + "/v1/models", headers=headers)
-    except httpx.TransportError as exc:
-        reason = transport_reason(exc)
+    status, body, unreachable = ask_for_models(url, api, key)
+    if unreachable is not None or status is None:
+        reason = unreachable or "no answer"
         return False, f"could not connect ({reason})", unreachable_fix(reason)
     secure = "over TLS, its certificate trusted; " if url.startswith("https:") else ""
-    if response.status_code == 200:
+    if status == 200:
         return True, f"{secure}the key was accepted (GET /v1/models)", ""
-    if response.status_code in (404, 405):
+    if status in (404, 405):
         return True, f"{secure}the key was not checked (the gateway has no model list)", ""
-    answered, check = gateway_answer(response.status_code, response.content)
+    answered, check = gateway_answer(status, body)
     return False, answered, check
 
 

@@ -15,8 +15,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal, cast
 
@@ -29,17 +28,9 @@ from wizard.outcome import AgentErrorType, Outcome, Outro, Usage
 from wizard.processes import become_subreaper, stop_descendants
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runlog import RunLog
-from wizard.runner import RunRequest, run_program
-from wizard.runner.gateway import GatewayFlags
-from wizard.runner.harness.usage import BudgetFlags
+from wizard.runner import run_program
+from wizard.runner.plan import RunFlags, plan_run, preview_wanted
 from wizard.runner.sequence.orchestrator.sequence import saved_tasks
-from wizard.skills.sources import (
-    BundledSkills,
-    ChainedSkills,
-    DirectorySkills,
-    RemoteSkills,
-    SkillSource,
-)
 from wizard.tools.code_names import runs_code
 from wizard.tools.paths import is_env_name
 from wizard.ui.ci import CiOutput
@@ -51,52 +42,19 @@ Services = Callable[[], AbstractAsyncContextManager[Mapping[str, str]]]
 
 
 @dataclass(frozen=True)
-class LaunchOptions:
-    """What the user asked for on the command line."""
+class Screen:
+    """How a run is shown, and what it leaves for machines (the run itself is `RunFlags`)."""
 
-    project: Path
-    binding: ProgramBinding
-    gateway: GatewayFlags
-    skills_dir: Path | None = None
     ci: bool = False
     verbose: bool = False
-    max_parallel: int | None = None
-    no_sandbox: bool = False
-    no_verify: bool = False
-    verify_full: bool = False
-    budget: BudgetFlags = field(default_factory=BudgetFlags)
-    # `wizard resume`: the interrupted orchestrator run to carry on.
-    resume_from: str | None = None
-    # `--preview`: the run works on a copy (unset: `WIZARD_PREVIEW`, else no); `--patch-out`:
-    # the preview's change written as a patch.
-    preview: bool | None = None
+    outcome_json: Path | None = None
+    # `--patch-out`: a preview's change, written as a patch.
     patch_out: Path | None = None
 
 
 def new_run_id() -> str:
     """A fresh id for one run: names its log file and tags its events and outcome."""
     return uuid.uuid4().hex[:12]
-
-
-def skill_source(skills_dir: Path | None, environ: Mapping[str, str]) -> SkillSource:
-    """Local folder first, then the remote menu, then the bundled skills."""
-    sources: list[SkillSource] = []
-    setting = "--skills-dir" if skills_dir else "WIZARD_SKILLS_DIR"
-    local = skills_dir or (
-        Path(environ["WIZARD_SKILLS_DIR"]) if environ.get("WIZARD_SKILLS_DIR") else None
-    )
-    if local is not None:
-        if not local.is_dir():
-            raise UsageError(
-                f"The skills folder {local} ({setting}) does not exist.",
-                f"Point {setting} at a folder of skills (one sub-folder with a SKILL.md each), "
-                "or leave it unset to use the bundled skills.",
-            )
-        sources.append(DirectorySkills(local))
-    if environ.get("WIZARD_SKILLS_URL"):
-        sources.append(RemoteSkills(environ["WIZARD_SKILLS_URL"]))
-    sources.append(BundledSkills())
-    return ChainedSkills(sources)
 
 
 def usage_outcome(program_id: str, error: WizardError) -> Outcome:
@@ -186,18 +144,13 @@ def wrote_code(paths: list[str], run_id: str) -> str:
     )
 
 
-def preview_wanted(options: LaunchOptions, environ: Mapping[str, str]) -> bool:
-    """Whether the run is a preview: `--preview`/`--no-preview`, else `WIZARD_PREVIEW` (the
-    config file's `[run] preview`); `--patch-out` needs one."""
-    preview = options.preview
-    if preview is None:
-        preview = environ.get("WIZARD_PREVIEW", "").strip().lower() in ("1", "true", "yes", "on")
-    if options.patch_out is not None and not preview:
+def check_patch_out(flags: RunFlags, screen: Screen, environ: Mapping[str, str]) -> None:
+    """`--patch-out` writes a preview's change: a run that is no preview has none."""
+    if screen.patch_out is not None and not preview_wanted(flags.preview, environ):
         raise UsageError(
             "--patch-out writes a preview's change, and this run is not a preview.",
             "Add --preview (the project is then left untouched), or leave out --patch-out.",
         )
-    return preview
 
 
 def with_patch(outcome: Outcome, project: Path, path: Path) -> Outcome:
@@ -275,24 +228,25 @@ def report_cancelled_early(program_id: str, ci: bool, outcome_json: Path | None)
 
 def launch(
     program: ProgramConfig,
-    options: LaunchOptions,
+    flags: RunFlags,
+    screen: Screen,
     environ: Mapping[str, str],
     services: Services | None = None,
     after_run: Callable[[Outcome], None] | None = None,
-    outcome_json: Path | None = None,
 ) -> Outcome:
-    """Run `program` with the terminal UI (or CI output) and return its outcome.
+    """Run `program` as `flags` ask, shown as `screen` says (the live view or `--ci`), and
+    return its outcome.
 
     `services` may run things for the length of the run inside its event loop (the demo's
     gateway) and give extra environment; `after_run` prints anything after the outro. The
-    outcome goes to `outcome_json` before anything is printed: a closed terminal (the user's
-    window, a killed tmux session) must not cost the machines their answer.
+    outcome goes to `screen.outcome_json` before anything is printed: a closed terminal (the
+    user's window, a killed tmux session) must not cost the machines their answer.
     """
-    options = replace(options, preview=preview_wanted(options, environ))
+    check_patch_out(flags, screen, environ)
     run_id = new_run_id()
-    console = make_console(sys.stderr if options.ci else sys.stdout)
-    ci = CiOutput(sys.stdout, run_id) if options.ci else None
-    live = LiveView(console, verbose=options.verbose) if ci is None else None
+    console = make_console(sys.stderr if screen.ci else sys.stdout)
+    ci = CiOutput(sys.stdout, run_id) if screen.ci else None
+    live = LiveView(console, verbose=screen.verbose) if ci is None else None
     view: EventSink = ci if ci is not None else cast(LiveView, live)
     log = RunLog(run_id, on_open=lambda path: console.print(f"[dim]Log file: {path}[/dim]"))
     analytics = analytics_from_env(environ, {"program": program.id, "run_id": run_id})
@@ -305,20 +259,24 @@ def launch(
         if live is not None:
             stack.callback(live.close)
         ask = live.ask if live is not None else None
-        request = partial(_request, program, options, run_id=run_id, sink=bus, ask=ask)
-        outcome = _run_to_the_end(program, options, request, environ, services)
+
+        async def run(extra: Mapping[str, str]) -> Outcome:
+            plan = plan_run(program, flags, {**environ, **extra})
+            return await run_program(plan, bus, ask=ask, run_id=run_id)
+
+        outcome = _run_to_the_end(program, flags, run, services)
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
     if outcome.status == "cancelled" and not outcome.tasks:  # interrupted: the queue on disk
-        outcome = resumable(replace(outcome, tasks=saved_tasks(run_id)), run_id, options.project)
-    outcome = with_journal(replace(outcome, run_id=run_id), options.project)
-    if options.patch_out is not None and outcome.preview:
-        outcome = with_patch(outcome, options.project, options.patch_out)
+        outcome = resumable(replace(outcome, tasks=saved_tasks(run_id)), run_id, flags.project)
+    outcome = with_journal(replace(outcome, run_id=run_id), flags.project)
+    if screen.patch_out is not None and outcome.preview:
+        outcome = with_patch(outcome, flags.project, screen.patch_out)
     if outcome.error_type is AgentErrorType.ENGINE_FAILURE and outcome.outro is not None:
         body = f"{outcome.outro.body}\n\nLog file: {log.path}"
         outcome = replace(outcome, outro=replace(outcome.outro, body=body))
-    if outcome_json is not None:
-        outcome_json.write_text(outcome.to_json() + "\n")
+    if screen.outcome_json is not None:
+        screen.outcome_json.write_text(outcome.to_json() + "\n")
     try:
         if ci is not None:
             ci.outcome(outcome)
@@ -335,23 +293,21 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 def _run_to_the_end(
     program: ProgramConfig,
-    options: LaunchOptions,
-    request: Callable[[Mapping[str, str]], RunRequest],
-    environ: Mapping[str, str],
+    flags: RunFlags,
+    run: Callable[[Mapping[str, str]], Awaitable[Outcome]],
     services: Services | None,
 ) -> Outcome:
     """Run in an event loop; Ctrl-C, SIGTERM and SIGHUP end it with a clean teardown."""
     become_subreaper()
     caught: list[int] = []
     try:
-        return asyncio.run(_run(request, environ, services, caught))
+        return asyncio.run(_run(run, services, caught))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        return cancelled_outcome(program, options.binding, caught[0] if caught else signal.SIGINT)
+        return cancelled_outcome(program, flags.binding, caught[0] if caught else signal.SIGINT)
 
 
 async def _run(
-    request: Callable[[Mapping[str, str]], RunRequest],
-    environ: Mapping[str, str],
+    run: Callable[[Mapping[str, str]], Awaitable[Outcome]],
     services: Services | None,
     caught: list[int],
 ) -> Outcome:
@@ -365,38 +321,9 @@ async def _run(
     for number in _STOP_SIGNALS:
         loop.add_signal_handler(number, stop, number)
     async with services() if services is not None else _no_services() as extra:
-        return await run_program(request({**environ, **extra}))
+        return await run(extra)
 
 
 @asynccontextmanager
 async def _no_services() -> AsyncIterator[Mapping[str, str]]:
     yield {}
-
-
-def _request(
-    program: ProgramConfig,
-    options: LaunchOptions,
-    environ: Mapping[str, str],
-    *,
-    run_id: str,
-    sink: EventSink,
-    ask: Callable[[list[str]], Awaitable[list[str] | None]] | None,
-) -> RunRequest:
-    return RunRequest(
-        program=program,
-        project_dir=options.project,
-        skills=skill_source(options.skills_dir, environ),
-        sink=sink,
-        environ=environ,
-        binding=options.binding,
-        gateway=options.gateway,
-        ask=ask,
-        run_id=run_id,
-        max_parallel=options.max_parallel,
-        no_sandbox=options.no_sandbox,
-        no_verify=options.no_verify,
-        verify_full=options.verify_full,
-        budget=options.budget,
-        resume_from=options.resume_from,
-        preview=bool(options.preview),
-    )

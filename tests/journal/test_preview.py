@@ -269,22 +269,19 @@ async def test_a_run_the_lock_refuses_prunes_nothing(
 ) -> None:
     from wizard.journal.lock import ProjectLocked, project_lock
     from wizard.programs.registry import get_program
-    from wizard.runner import RunRequest, run_program
+    from wizard.runner import RunFlags, plan_run, run_program
     from wizard.runner.gateway import GatewayFlags
-    from wizard.skills.sources import BundledSkills
 
     monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
     project = _project(tmp_path)
     journal = Journal(project)
     old = _preview(journal, project, "old")
     journal.finish(journal.get("old"), "succeeded")  # type: ignore[arg-type]
-    request = RunRequest(
-        program=get_program("transactional-email"), project_dir=project, skills=BundledSkills(),
-        sink=lambda event: None, environ={"WIZARD_PREVIEW_KEEP": "0", "WIZARD_SANDBOX": "off"},
-        gateway=GatewayFlags(url="http://127.0.0.1:9"),
-    )  # fmt: skip
+    flags = RunFlags(project=project, gateway=GatewayFlags(url="http://127.0.0.1:9"))
+    environ = {"WIZARD_PREVIEW_KEEP": "0", "WIZARD_SANDBOX": "off"}
+    plan = plan_run(get_program("transactional-email"), flags, environ)
     with project_lock(project, "other"), pytest.raises(ProjectLocked):
-        await run_program(request)
+        await run_program(plan, lambda event: None)
     assert old.exists(), "a refused run removed a preview"
 
 

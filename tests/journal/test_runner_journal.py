@@ -11,11 +11,11 @@ import pytest
 from tests.integrations import email_sent
 from wizard.events import EventRecorder, LogLine
 from wizard.journal import Journal
+from wizard.outcome import Outcome
 from wizard.programs import get_program
-from wizard.runner import RunRequest, run_program
+from wizard.runner import RunFlags, plan_run, run_program
 from wizard.runner.gateway import GatewayFlags
 from wizard.runner.harness.pi.harness import PiHarness
-from wizard.skills.sources import BundledSkills
 from wizard.testing.fake_session import FakePiSession
 
 WRITE = {"tool_call": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}}}
@@ -25,22 +25,16 @@ TURNS = [
 ]
 
 
-def _request(project: Path, recorder: EventRecorder) -> RunRequest:
-    return RunRequest(
-        program=get_program("transactional-email"),
-        project_dir=project,
-        skills=BundledSkills(),
-        sink=recorder,
-        environ={},
-        gateway=GatewayFlags(url="http://127.0.0.1:9"),
-        run_id="run-under-test",
-    )
+async def _run(project: Path, recorder: EventRecorder) -> Outcome:
+    flags = RunFlags(project=project, gateway=GatewayFlags(url="http://127.0.0.1:9"))
+    plan = plan_run(get_program("transactional-email"), flags, {})
+    harness = PiHarness(session_factory=FakePiSession(TURNS))
+    return await run_program(plan, recorder, run_id="run-under-test", harness=harness)
 
 
 async def test_a_run_is_journaled(tmp_path: Path) -> None:
     recorder = EventRecorder()
-    fake = FakePiSession(TURNS)
-    outcome = await run_program(_request(tmp_path, recorder), PiHarness(session_factory=fake))
+    outcome = await _run(tmp_path, recorder)
     assert outcome.status == "succeeded"
     record = Journal(tmp_path).get("run-under-test")
     assert record is not None and record.status == "succeeded"
@@ -64,8 +58,7 @@ async def test_without_git_the_run_goes_on_and_says_undo_is_off(
     project = tmp_path / "project"
     project.mkdir()
     recorder = EventRecorder()
-    fake = FakePiSession(TURNS)
-    outcome = await run_program(_request(project, recorder), PiHarness(session_factory=fake))
+    outcome = await _run(project, recorder)
     assert outcome.status == "succeeded", (outcome.reason, outcome.verification)
     warnings = [e.message for e in recorder.events if isinstance(e, LogLine)]
     assert any("git was not found" in w and "wizard undo" in w for w in warnings)

@@ -3,32 +3,36 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from wizard.events import EventRecorder, RunStarted
+from wizard.outcome import Outcome
 from wizard.programs import get_program
-from wizard.runner import RunRequest, run_program
+from wizard.programs.types import ProgramConfig
+from wizard.runner import RunFlags, RunPlan, plan_run, run_program
 from wizard.runner.gateway import GatewayFlags
 from wizard.runner.harness.pi.harness import PiHarness
-from wizard.skills.sources import BundledSkills
 from wizard.testing.fake_session import FakePiSession
 from wizard.testing.script import call, reply, said
+
+GATEWAY = GatewayFlags(url="http://127.0.0.1:9")
+OFF = {"WIZARD_SANDBOX": "off"}
+
+
+def _plan(project: Path, program: str | ProgramConfig = "transactional-email",
+          environ: dict[str, str] | None = None, **flags: Any) -> RunPlan:  # fmt: skip
+    config = get_program(program) if isinstance(program, str) else program
+    return plan_run(config, RunFlags(project=project, gateway=GATEWAY, **flags),
+                    OFF if environ is None else environ)  # fmt: skip
 
 
 async def test_a_run_says_what_it_uses_before_the_agent_starts(tmp_path: Path) -> None:
     recorder = EventRecorder()
-    request = RunRequest(
-        program=get_program("transactional-email"),
-        project_dir=tmp_path,
-        skills=BundledSkills(),
-        sink=recorder,
-        environ={"WIZARD_SANDBOX": "off"},
-        gateway=GatewayFlags(url="http://127.0.0.1:9"),
-        run_id="run-under-test",
-    )
     turns = [[reply(call("write", path="a.txt", content="x")), said("Done.")], [said("-")]]
-    await run_program(request, PiHarness(session_factory=FakePiSession(turns)))
+    harness = PiHarness(session_factory=FakePiSession(turns))
+    await run_program(_plan(tmp_path), recorder, run_id="run-under-test", harness=harness)
     (started,) = [e for e in recorder.events if isinstance(e, RunStarted)]
     assert started == RunStarted(
         "transactional-email", str(tmp_path.resolve()), "pi", "linear", "claude-sonnet-4-6",
@@ -42,26 +46,22 @@ async def test_a_run_says_what_it_uses_before_the_agent_starts(tmp_path: Path) -
     assert recorder.events.index(started) < first_spinner
 
 
-def _broken_run(tmp_path: Path, **request: object) -> tuple[RunRequest, PiHarness]:
+async def _broken_run(tmp_path: Path, **flags: Any) -> Outcome:
     (tmp_path / "app.py").write_text("x = 1\n")
     turns = [
         [reply(call("write", path="app.py", content="def f(:\n")), said("All done.")],
         [said("-")],
     ]
-    fields: dict[str, object] = {
-        "program": get_program("transactional-email"), "project_dir": tmp_path,
-        "skills": BundledSkills(), "sink": EventRecorder(), "environ": {"WIZARD_SANDBOX": "off"},
-        "gateway": GatewayFlags(url="http://127.0.0.1:9"), "run_id": "broken-run", **request,
-    }  # fmt: skip
-    return RunRequest(**fields), PiHarness(session_factory=FakePiSession(turns))  # type: ignore[arg-type]
+    harness = PiHarness(session_factory=FakePiSession(turns))
+    plan = _plan(tmp_path, **flags)
+    return await run_program(plan, EventRecorder(), run_id="broken-run", harness=harness)
 
 
 async def test_a_run_that_breaks_the_app_is_unverified_never_succeeded(tmp_path: Path) -> None:
     from wizard.journal import Journal
     from wizard.outcome import exit_code
 
-    request, harness = _broken_run(tmp_path)
-    outcome = await run_program(request, harness)
+    outcome = await _broken_run(tmp_path)
     assert (outcome.status, exit_code(outcome)) == ("unverified", 4)
     assert outcome.reason == "app.py compiles failed"
     assert outcome.outro is not None and "app.py" in (outcome.outro.body or "")
@@ -71,8 +71,7 @@ async def test_a_run_that_breaks_the_app_is_unverified_never_succeeded(tmp_path:
 
 
 async def test_no_verify_skips_the_checks_and_says_so(tmp_path: Path) -> None:
-    request, harness = _broken_run(tmp_path, no_verify=True)
-    outcome = await run_program(request, harness)
+    outcome = await _broken_run(tmp_path, verify="off")
     assert outcome.status == "succeeded"
     assert outcome.verification is not None and outcome.verification.status == "skipped"
     assert any(warning.startswith("Not verified (--no-verify)") for warning in outcome.warnings)
@@ -91,13 +90,9 @@ async def test_a_programs_own_check_and_proof_are_what_its_skill_must_leave(
     config = call("write", path=".posthog/self-driving.json", content=content)
     work = [reply(config)] if written != "missing" else [reply(call("read", path="README.md"))]
     (tmp_path / "README.md").write_text("# app\n")
-    request = RunRequest(
-        program=get_program("self-driving"), project_dir=tmp_path, skills=BundledSkills(),
-        sink=EventRecorder(), environ={"WIZARD_SANDBOX": "off"},
-        gateway=GatewayFlags(url="http://127.0.0.1:9"),
-    )  # fmt: skip
     turns = [[*work, said("Done.")], [said("-")]]
-    outcome = await run_program(request, PiHarness(session_factory=FakePiSession(turns)))
+    harness = PiHarness(session_factory=FakePiSession(turns))
+    outcome = await run_program(_plan(tmp_path, "self-driving"), EventRecorder(), harness=harness)
     assert outcome.verification is not None
     (check,) = [c for c in outcome.verification.checks if c.name.endswith("json exists")]
     (proof,) = outcome.verification.proofs
@@ -123,14 +118,8 @@ async def test_a_bad_journal_setting_is_refused_before_anything_starts(
     """`WIZARD_JOURNAL_KEEP=ten` raised a ValueError after the agent's run."""
     from wizard.errors import UsageError
 
-    request = RunRequest(
-        program=get_program("transactional-email"), project_dir=tmp_path,
-        skills=BundledSkills(), sink=EventRecorder(),
-        environ={"WIZARD_SANDBOX": "off", "WIZARD_JOURNAL_KEEP": keep},
-        gateway=GatewayFlags(url="http://127.0.0.1:9"),
-    )  # fmt: skip
     with pytest.raises(UsageError, match="WIZARD_JOURNAL_KEEP"):
-        await run_program(request, PiHarness(session_factory=FakePiSession([])))
+        _plan(tmp_path, environ={**OFF, "WIZARD_JOURNAL_KEEP": keep})
     assert list(tmp_path.iterdir()) == []  # nothing was touched
 
 
@@ -145,12 +134,9 @@ async def test_a_run_that_changed_no_app_file_and_proved_nothing_is_never_set_up
 
     (tmp_path / "README.md").write_text("# app\n")
     config = get_program(program) if program != "skill" else skill_program("transactional-email")
-    request = RunRequest(
-        program=config, project_dir=tmp_path, skills=BundledSkills(), sink=EventRecorder(),
-        environ={"WIZARD_SANDBOX": "off"}, gateway=GatewayFlags(url="http://127.0.0.1:9"),
-    )  # fmt: skip
     turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
-    outcome = await run_program(request, PiHarness(session_factory=FakePiSession(turns)))
+    harness = PiHarness(session_factory=FakePiSession(turns))
+    outcome = await run_program(_plan(tmp_path, config), EventRecorder(), harness=harness)
     if program == "skill":
         assert outcome.status == "succeeded"
         return
@@ -174,14 +160,10 @@ async def test_an_engine_that_takes_a_while_to_prepare_shows_a_spinner(tmp_path:
             progress("pi 0.73.1 installed.")
 
     recorder = EventRecorder()
-    request = RunRequest(
-        program=get_program("transactional-email"), project_dir=tmp_path, skills=BundledSkills(),
-        sink=recorder, environ={"WIZARD_SANDBOX": "off"},
-        gateway=GatewayFlags(url="http://127.0.0.1:9"),
-    )  # fmt: skip
     turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
     (tmp_path / "README.md").write_text("# app\n")
-    await run_program(request, Installing(session_factory=FakePiSession(turns)))
+    harness = Installing(session_factory=FakePiSession(turns))
+    await run_program(_plan(tmp_path), recorder, harness=harness)
     spun = [
         e
         for e in recorder.events

@@ -471,6 +471,22 @@ def _error_message(body: bytes, depth: int = 0) -> str | None:
     return found[:300]
 
 
+def ask_for_models(url: str, api: str, key: str | None) -> tuple[int | None, bytes, str | None]:
+    """`GET /v1/models` at the gateway, as a run reaches it (TLS with the same trust store, the
+    key in the API's header): a request that costs nothing. Its status and body, or why the
+    gateway could not be reached."""
+    headers = {"anthropic-version": "2023-06-01"}
+    if key:
+        headers |= {"x-api-key": key} if api == "anthropic-messages" else {
+            "authorization": f"Bearer {key}"}  # fmt: skip
+    try:
+        with httpx.Client(timeout=5, trust_env=True) as client:
+            response = client.get(url.rstrip("/") + "/v1/models", headers=headers)
+    except httpx.TransportError as exc:
+        return None, b"", transport_reason(exc)
+    return response.status_code, response.content, None
+
+
 def unreachable_message(upstream: str, reason: str) -> str:
     """The run's error when the gateway stayed out of reach, with the setting that fixes it."""
     return f"Could not connect to the model gateway at {upstream} ({reason}). " + (

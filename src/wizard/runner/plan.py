@@ -1,0 +1,210 @@
+"""One run plan: what the user asked for, resolved once into what a run uses.
+
+The command line fills `RunFlags` by keyword (None: not given). `plan_run` resolves them
+with the environment beneath (the config file's settings beneath that) into the frozen
+`RunPlan`: binding, gateway, skill source, prices and budget, sandbox, preview, verification,
+parallelism, timeouts, resume. Every `WIZARD_*` setting a run depends on is read here, and a
+bad value, like a bad flag, is a usage error before anything starts: nothing is locked,
+copied or journaled yet.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from wizard.config import number_setting
+from wizard.errors import UsageError
+from wizard.journal.runs import journal_keep
+from wizard.programs.registry import did_you_mean
+from wizard.programs.types import ProgramBinding, ProgramConfig
+from wizard.runner.gateway import GatewayFlags, resolve_gateway
+from wizard.runner.harness.types import GatewaySettings
+from wizard.runner.harness.usage import Budget, BudgetFlags, price_table, run_budget
+from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL
+from wizard.runner.switchboard import Binding, resolve_binding
+from wizard.skills.sources import (
+    BundledSkills,
+    ChainedSkills,
+    DirectorySkills,
+    RemoteSkills,
+    SkillFetchError,
+    SkillSource,
+)
+from wizard.tools.sandbox import sandbox_enabled
+
+Verify = Literal["off", "basic", "full"]
+ENGINE_TIMEOUT_S = 150.0
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """What the command line asked for; None (or False) where it said nothing."""
+
+    project: Path = Path(".")
+    # `--harness`, `--sequence`, `--model`.
+    binding: ProgramBinding = field(default_factory=ProgramBinding)
+    gateway: GatewayFlags = field(default_factory=GatewayFlags)
+    # `--max-turns`, `--max-cost`, `--max-time`.
+    budget: BudgetFlags = field(default_factory=BudgetFlags)
+    skills_dir: Path | None = None
+    max_parallel: int | None = None
+    no_sandbox: bool = False
+    # `--no-verify` (off) or `--verify full`.
+    verify: Verify = "basic"
+    # `--preview` / `--no-preview`; None: `WIZARD_PREVIEW`.
+    preview: bool | None = None
+    # `wizard resume`: the interrupted orchestrator run to carry on.
+    resume_from: str | None = None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything one run uses, resolved once (`plan_run`)."""
+
+    program: ProgramConfig
+    project: Path
+    skills: SkillSource
+    binding: Binding
+    gateway: GatewaySettings
+    prices: Mapping[str, tuple[float, ...]]
+    budget: Budget
+    max_parallel: int
+    engine_timeout: float
+    # The OS sandbox is on (off: `--no-sandbox` or `WIZARD_SANDBOX=off`).
+    sandbox: bool
+    preview: bool
+    verify: Verify
+    resume_from: str | None
+    # The environment the run's own parts still read (the sandbox's allowed hosts and limits,
+    # the engines' settings), with the config file's settings beneath it.
+    environ: Mapping[str, str]
+
+
+def plan_run(program: ProgramConfig, flags: RunFlags, environ: Mapping[str, str]) -> RunPlan:
+    """The plan for `program` as `flags` ask, over `environ`; a `UsageError` (or
+    `ConfigError`) naming the fix when something asked for cannot be."""
+    check_project(flags.project)
+    binding = resolve_binding(program, flags.binding, environ)
+    skills = skill_source(flags.skills_dir, environ)
+    check_skill(skills, program.skill)
+    gateway = resolve_gateway(flags.gateway, environ)
+    if binding.harness == "anthropic" and gateway.api != "anthropic-messages":
+        raise UsageError(
+            "The anthropic harness speaks only the Anthropic Messages API; the gateway is "
+            f"{gateway.api}.",
+            "Use --harness pi for an OpenAI-compatible gateway, or point the gateway at an "
+            "Anthropic Messages endpoint.",
+        )
+    prices = price_table(environ)
+    budget = run_budget(flags.budget, environ, binding.model, prices)
+    journal_keep(environ)  # a bad value is refused now, not after the agent's run
+    sandbox = sandbox_enabled(environ, flags.no_sandbox)
+    preview = preview_wanted(flags.preview, environ)
+    if preview and not sandbox:
+        raise UsageError(
+            "A preview needs the OS sandbox: without it the agent's commands run as you, "
+            "and could change the project the preview promises to leave untouched.",
+            "Leave out --no-sandbox (and WIZARD_SANDBOX=off), or run without --preview.",
+        )
+    return RunPlan(
+        program=program,
+        project=flags.project,
+        skills=skills,
+        binding=binding,
+        gateway=gateway,
+        prices=prices,
+        budget=budget,
+        max_parallel=_max_parallel(flags.max_parallel, environ),
+        engine_timeout=number_setting(environ, "WIZARD_ENGINE_TIMEOUT", ENGINE_TIMEOUT_S, float),
+        sandbox=sandbox,
+        preview=preview,
+        verify=flags.verify,
+        resume_from=flags.resume_from,
+        environ=environ,
+    )
+
+
+def check_project(project: Path) -> None:
+    """The project must be a folder the agent can write to; a `UsageError` naming the fix."""
+    if not project.exists():
+        raise UsageError(
+            f"Project directory {project} does not exist.",
+            "Pass --project DIR with an existing directory.",
+        )
+    if not project.is_dir():
+        raise UsageError(
+            f"{project} is not a directory.", "Pass --project DIR with the project's folder."
+        )
+    try:  # as the agent would: root ignores permission bits, not read-only mounts
+        with tempfile.NamedTemporaryFile(dir=project, prefix=".wizard-write-check-"):
+            pass
+    except OSError as exc:
+        raise UsageError(
+            f"The project {project} cannot be written: {exc.strerror}.",
+            "The agent edits files there: make the folder writable, then run again.",
+        ) from exc
+
+
+def skill_source(skills_dir: Path | None, environ: Mapping[str, str]) -> SkillSource:
+    """Local folder first (`--skills-dir`, else `WIZARD_SKILLS_DIR`), then the remote menu
+    (`WIZARD_SKILLS_URL`), then the bundled skills."""
+    sources: list[SkillSource] = []
+    setting = "--skills-dir" if skills_dir else "WIZARD_SKILLS_DIR"
+    local = skills_dir or (
+        Path(environ["WIZARD_SKILLS_DIR"]) if environ.get("WIZARD_SKILLS_DIR") else None
+    )
+    if local is not None:
+        if not local.is_dir():
+            raise UsageError(
+                f"The skills folder {local} ({setting}) does not exist.",
+                f"Point {setting} at a folder of skills (one sub-folder with a SKILL.md each), "
+                "or leave it unset to use the bundled skills.",
+            )
+        sources.append(DirectorySkills(local))
+    if environ.get("WIZARD_SKILLS_URL"):
+        sources.append(RemoteSkills(environ["WIZARD_SKILLS_URL"]))
+    sources.append(BundledSkills())
+    return ChainedSkills(sources)
+
+
+def check_skill(skills: SkillSource, skill_id: str) -> None:
+    """The skill must exist and be well formed where it will come from, before a run starts."""
+    try:
+        offered = [entry.id for entry in skills.menu()]
+    except SkillFetchError:
+        return  # the install step reports an unreadable menu, with its fix
+    if skill_id not in offered:
+        raise UsageError(
+            f"Unknown skill '{skill_id}'.",
+            did_you_mean(skill_id, offered) + " Run `wizard programs` to list the bundled "
+            "skills, or point --skills-dir at a folder that holds it.",
+        )
+    skills.check(skill_id)
+
+
+def preview_wanted(flag: bool | None, environ: Mapping[str, str]) -> bool:
+    """Whether the run is a preview: `--preview`/`--no-preview`, else `WIZARD_PREVIEW` (the
+    config file's `[run] preview`)."""
+    if flag is not None:
+        return flag
+    return environ.get("WIZARD_PREVIEW", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _max_parallel(flag: int | None, environ: Mapping[str, str]) -> int:
+    """The orchestrator's limit on task runs at once: `--max-parallel`, else
+    `WIZARD_MAX_PARALLEL_TASKS`, else 3; at least 1."""
+    value = (
+        flag
+        if flag is not None
+        else number_setting(environ, "WIZARD_MAX_PARALLEL_TASKS", DEFAULT_MAX_PARALLEL, int)
+    )
+    if value < 1:
+        raise UsageError(
+            f"The orchestrator needs at least one task at a time (got {value}).",
+            "Pass --max-parallel N (or set WIZARD_MAX_PARALLEL_TASKS) with N ≥ 1.",
+        )
+    return value

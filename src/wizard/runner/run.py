@@ -1,0 +1,252 @@
+"""One run of a plan: its stages, in order, on one exit stack, and its outcome finished in one
+place, however it ends.
+
+lock → workspace (a preview's copy) → sandbox → engine → journal → sequence → verification →
+record. Expected endings come back as an `Outcome`; a cancellation (Ctrl-C, a signal) is
+recorded with what the run used, then passes on; any other exception in the sequence becomes a
+failed `Outcome`, so the CLI always has one to report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from contextlib import ExitStack
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from wizard.engines.claude import load_sdk
+from wizard.errors import EngineError, UsageError
+from wizard.events import (
+    AnalyticsEvent,
+    EventSink,
+    LogLine,
+    RunStarted,
+    SpinnerMessage,
+    SpinnerStarted,
+    SpinnerStopped,
+)
+from wizard.journal.lock import project_lock
+from wizard.outcome import Outcome, Outro
+from wizard.runner.harness.anthropic.harness import AnthropicHarness
+from wizard.runner.harness.pi.harness import PiHarness
+from wizard.runner.harness.types import Harness
+from wizard.runner.harness.usage import RunSpend
+from wizard.runner.journaling import RunJournal
+from wizard.runner.plan import RunPlan
+from wizard.runner.previewing import Workspace, as_preview, prune_expired_previews
+from wizard.runner.sandboxing import RunSandbox
+from wizard.runner.sequence.context import RunContext
+from wizard.runner.sequence.linear import run_linear
+from wizard.runner.sequence.orchestrator.sequence import run_orchestrator
+from wizard.runner.verification import checks_wrote, verified
+from wizard.tools.project import AskFunction
+
+log = logging.getLogger(__name__)
+
+
+def make_harness(name: str) -> Harness:
+    """The harness registered under `name` (the switchboard has checked it)."""
+    if name == "pi":
+        return PiHarness()
+    if name == "anthropic":
+        load_sdk()  # missing: a usage error with the install command, before anything starts
+        return AnthropicHarness()
+    raise UsageError(f"The harness '{name}' is not available.")
+
+
+class Run:
+    """One run of `plan`, its events into `sink`."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        sink: EventSink,
+        *,
+        ask: AskFunction | None = None,
+        run_id: str | None = None,
+        harness: Harness | None = None,
+    ) -> None:
+        self.plan, self.sink, self.ask = plan, sink, ask
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.harness = harness
+        self.spend = RunSpend(plan.budget, plan.binding.model, plan.prices)
+        self.journal: RunJournal | None = None
+
+    def note(self, line: str) -> None:
+        self.sink(LogLine(line))
+
+    async def __call__(self) -> Outcome:
+        """Run every stage; the outcome."""
+        plan = self.plan
+        self.sink(_resolved(plan))
+        harness = self.harness or make_harness(plan.binding.harness)
+        project = plan.project.resolve()
+        with ExitStack() as stages:
+            # One run per project: a second one is refused here, before anything is touched.
+            stages.enter_context(project_lock(project, self.run_id, note=self.note))
+            prune_expired_previews(plan.environ, self.note, project)
+            workspace = self._workspace(project)
+            sandbox = self._sandbox(workspace)
+            stages.callback(sandbox.close)
+            self.sink(
+                RunStarted(plan.program.id, str(project), plan.binding.harness,
+                           plan.binding.sequence, plan.binding.model, plan.gateway.url,
+                           sandbox.policy is not None, preview=workspace.preview)
+            )  # fmt: skip
+            context = self._context(workspace, sandbox)
+            failed = await self._engine(harness, context)
+            outcome = failed or await self._work(harness, context, workspace)
+        return self._finished(outcome, sandbox)
+
+    def _workspace(self, project: Path) -> Workspace:
+        """Where the agent works: the project, or a preview's copy (its journal opened first,
+        since it makes the copy)."""
+        plan = self.plan
+        if plan.preview:
+            self.journal = RunJournal.open_preview(
+                project, self.run_id, plan.program.id, plan.binding, self.sink
+            )
+        return Workspace.of(project, self.journal)
+
+    def _sandbox(self, workspace: Workspace) -> RunSandbox:
+        plan = self.plan
+        try:
+            return RunSandbox.open(workspace, self.run_id, plan.program.network_hosts,
+                                   plan.environ, self.sink, off=not plan.sandbox)  # fmt: skip
+        except BaseException:  # a preview that cannot run leaves nothing behind
+            if self.journal is not None:
+                self.journal.abandon()
+            raise
+
+    def _context(self, workspace: Workspace, sandbox: RunSandbox) -> RunContext:
+        plan = self.plan
+        return RunContext(
+            program=plan.program,
+            project_dir=workspace.root,
+            read_only=workspace.mounts,
+            preview=workspace.preview,
+            binding=plan.binding,
+            gateway=plan.gateway,
+            skills=plan.skills,
+            sink=self.sink,
+            ask=self.ask,
+            engine_timeout=plan.engine_timeout,
+            prices=plan.prices,
+            spend=self.spend,
+            run_id=self.run_id,
+            max_parallel=plan.max_parallel,
+            sandbox=sandbox.policy,
+            resume_from=plan.resume_from,
+        )
+
+    async def _engine(self, harness: Harness, context: RunContext) -> Outcome | None:
+        """The engine, ready (installed on first use, its files checked); the failed outcome
+        if it is not."""
+        engine = self.plan.binding.harness
+        preparing = _Preparing(self.sink, engine)
+        try:
+            await harness.prepare(preparing)
+        except EngineError as exc:
+            preparing.done(ready=False)
+            if self.journal is not None:
+                self.journal.abandon()
+            outro = Outro("error", f"The {engine} engine is not available", str(exc))
+            return context.outcome("failed", outro, reason=exc.message)
+        preparing.done(ready=True)
+        return None
+
+    async def _work(self, harness: Harness, context: RunContext, workspace: Workspace) -> Outcome:
+        """The sequence, journaled, then verified; a cancellation is recorded with what the
+        run used so far, then passes on."""
+        plan = self.plan
+        journal = self.journal or RunJournal.open(
+            workspace.project, self.run_id, plan.program.id, plan.binding, self.sink
+        )
+        self.journal = journal
+        try:
+            outcome = await _run_sequence(context, harness)
+        except asyncio.CancelledError:
+            journal.amend(journal.finish("cancelled"), usage=asdict(self.spend.total()))
+            raise
+        record = journal.finish(outcome.status, outcome.error_type)
+        try:
+            outcome = await verified(outcome, context, journal, record, plan.verify == "off",
+                                     full=plan.verify == "full")  # fmt: skip
+        except asyncio.CancelledError:  # interrupted while checking: the run ends cancelled
+            record, _ = journal.after_checks(record, "cancelled")
+            journal.amend(record, usage=asdict(self.spend.total()))
+            raise
+        ran = outcome.verification
+        if ran is not None and (ran.checks or any(p.kind == "runtime" for p in ran.proofs)):
+            record, written = journal.after_checks(record, outcome.status)
+            if written:
+                outcome = replace(outcome, warnings=(*outcome.warnings, checks_wrote(written)))
+        # What the record did not know when the run ended: what it used, and how the checks
+        # ended it (when the snapshot after them could not say so).
+        noted: dict[str, object] = {"usage": asdict(outcome.usage)} if outcome.usage else {}
+        if record is not None and record.status != outcome.status:
+            noted["status"] = outcome.status
+        if noted:
+            journal.amend(record, **noted)
+        if journal.warning is not None:
+            outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
+        return outcome
+
+    def _finished(self, outcome: Outcome, sandbox: RunSandbox) -> Outcome:
+        """The outcome as the user reads it: a preview's said as one, the sandbox's warnings
+        first."""
+        preview = self.journal if self.plan.preview else None
+        if preview is not None and preview.record is not None:  # a preview that ran
+            outcome = as_preview(outcome, self.plan.program.label)
+        return replace(outcome, warnings=(*sandbox.warnings, *outcome.warnings))
+
+
+def _resolved(plan: RunPlan) -> AnalyticsEvent:
+    binding = plan.binding
+    properties = {
+        "program": plan.program.id,
+        "harness": binding.harness,
+        "sequence": binding.sequence,
+        "model": binding.model,
+        **{f"{key}_source": value for key, value in binding.sources.items()},
+    }
+    return AnalyticsEvent("switchboard resolved", properties)
+
+
+class _Preparing:
+    """What the engine's preparation says (an install on first use takes a while): into the
+    log, and on a spinner of its own, so the screen is never still while it works."""
+
+    def __init__(self, sink: EventSink, engine: str) -> None:
+        self.sink, self.engine, self.spinning = sink, engine, False
+
+    def __call__(self, line: str) -> None:
+        self.sink(LogLine(line))
+        said = f"Preparing the {self.engine} engine: {line}"
+        self.sink(SpinnerMessage(said) if self.spinning else SpinnerStarted(said))
+        self.spinning = True
+
+    def done(self, *, ready: bool) -> None:
+        if self.spinning:
+            said = "is ready" if ready else "could not be prepared"
+            self.sink(SpinnerStopped(f"The {self.engine} engine {said}"))
+            self.spinning = False
+
+
+async def _run_sequence(context: RunContext, harness: Harness) -> Outcome:
+    """The sequence's outcome; an unexpected exception becomes a failed one."""
+    program = context.program
+    sequence = run_orchestrator if context.binding.sequence == "orchestrator" else run_linear
+    try:
+        return await sequence(context, harness)
+    except Exception as exc:
+        log.exception("run failed unexpectedly")
+        outro = Outro(
+            "error",
+            f"{program.label} failed unexpectedly",
+            f"{type(exc).__name__}: {exc}\n\nNothing was reported as set up. Please report this "
+            "to wizard@posthog.com with the log file.",
+        )
+        return context.outcome("failed", outro, reason=str(exc))
