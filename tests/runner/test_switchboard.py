@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -92,4 +93,28 @@ def test_the_anthropic_harness_without_the_sdk_names_the_install(
     with pytest.raises(UsageError) as raised:
         make_harness("anthropic")
     assert "pip install 'wizard[anthropic]'" in (raised.value.hint or "")
+    assert "--harness pi" in (raised.value.hint or "")
+
+
+def test_every_registered_harness_is_offered_and_checked_against_its_gateway(
+    tmp_path: Path,
+) -> None:
+    """One registry: the --harness help names each entry, and a gateway whose API a harness
+    does not speak is refused while planning, naming one that does."""
+    from wizard.cli_options import HarnessOpt
+    from wizard.programs import get_program
+    from wizard.runner import RunFlags, plan_run
+    from wizard.runner.gateway import GatewayFlags
+    from wizard.runner.harness.registry import HARNESSES
+
+    help_text = HarnessOpt.__metadata__[0].help
+    assert all(name in help_text for name in HARNESSES)
+    flags = RunFlags(
+        project=tmp_path,
+        binding=ProgramBinding(harness="anthropic"),
+        gateway=GatewayFlags(url="http://127.0.0.1:9", api="openai-completions"),
+    )
+    with pytest.raises(UsageError) as raised:
+        plan_run(get_program("transactional-email"), flags, {"WIZARD_SANDBOX": "off"})
+    assert "The anthropic harness speaks only anthropic-messages" in raised.value.message
     assert "--harness pi" in (raised.value.hint or "")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from wizard.events import EventSink
 from wizard.outcome import Outcome
+from wizard.runner.harness.registry import make_harness
 from wizard.runner.harness.types import Harness
 from wizard.runner.plan import RunFlags, RunPlan, plan_run
-from wizard.runner.run import Run, make_harness
+from wizard.runner.run import Run
 from wizard.tools.project import AskFunction
 
 __all__ = ["Run", "RunFlags", "RunPlan", "make_harness", "plan_run", "run_program"]

@@ -22,6 +22,7 @@ from wizard.journal.runs import journal_keep
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
+from wizard.runner.harness.registry import HARNESSES
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.harness.usage import Budget, BudgetFlags, price_table, run_budget
 from wizard.runner.sequence.context import DEFAULT_MAX_PARALLEL
@@ -92,12 +93,14 @@ def plan_run(program: ProgramConfig, flags: RunFlags, environ: Mapping[str, str]
     skills = skill_source(flags.skills_dir, environ)
     check_skill(skills, program.skill)
     gateway = resolve_gateway(flags.gateway, environ)
-    if binding.harness == "anthropic" and gateway.api != "anthropic-messages":
+    speaks = HARNESSES[binding.harness].apis
+    if gateway.api not in speaks:
+        others = [name for name, entry in HARNESSES.items() if gateway.api in entry.apis]
         raise UsageError(
-            "The anthropic harness speaks only the Anthropic Messages API; the gateway is "
-            f"{gateway.api}.",
-            "Use --harness pi for an OpenAI-compatible gateway, or point the gateway at an "
-            "Anthropic Messages endpoint.",
+            f"The {binding.harness} harness speaks only {' and '.join(speaks)}; the gateway "
+            f"is {gateway.api}.",
+            f"Use --harness {' or '.join(others)} for this gateway, or point the gateway at an "
+            f"endpoint that speaks {' or '.join(speaks)}.",
         )
     prices = price_table(environ)
     budget = run_budget(flags.budget, environ, binding.model, prices)

@@ -16,8 +16,7 @@ from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from wizard.engines.claude import load_sdk
-from wizard.errors import EngineError, UsageError
+from wizard.errors import EngineError
 from wizard.events import (
     AnalyticsEvent,
     EventSink,
@@ -29,8 +28,7 @@ from wizard.events import (
 )
 from wizard.journal.lock import project_lock
 from wizard.outcome import Outcome, Outro
-from wizard.runner.harness.anthropic.harness import AnthropicHarness
-from wizard.runner.harness.pi.harness import PiHarness
+from wizard.runner.harness.registry import make_harness
 from wizard.runner.harness.types import Harness
 from wizard.runner.harness.usage import RunSpend
 from wizard.runner.journaling import RunJournal
@@ -44,16 +42,6 @@ from wizard.runner.verification import checks_wrote, verified
 from wizard.tools.project import AskFunction
 
 log = logging.getLogger(__name__)
-
-
-def make_harness(name: str) -> Harness:
-    """The harness registered under `name` (the switchboard has checked it)."""
-    if name == "pi":
-        return PiHarness()
-    if name == "anthropic":
-        load_sdk()  # missing: a usage error with the install command, before anything starts
-        return AnthropicHarness()
-    raise UsageError(f"The harness '{name}' is not available.")
 
 
 class Run:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from wizard.errors import UsageError
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
+from wizard.runner.harness.registry import HARNESSES
 from wizard.runner.sequence.context import Binding
 
 __all__ = ["Binding", "resolve_binding"]
@@ -18,7 +19,6 @@ __all__ = ["Binding", "resolve_binding"]
 DEFAULT_BINDING = ProgramBinding(sequence="linear", harness="pi", model="claude-sonnet-4-6")
 
 SEQUENCES = ("linear", "orchestrator")
-HARNESSES = ("pi", "anthropic")
 
 
 def _pick(
@@ -52,6 +52,6 @@ def resolve_binding(
     harness, harness_source = _pick("harness", cli.harness, environ, program.binding)
     model, model_source = _pick("model", cli.model, environ, program.binding)
     _check("sequence", sequence, SEQUENCES)
-    _check("harness", harness, HARNESSES)
+    _check("harness", harness, tuple(HARNESSES))
     sources = {"sequence": sequence_source, "harness": harness_source, "model": model_source}
     return Binding(sequence, harness, model, sources)
