@@ -17,7 +17,7 @@ from wizard.analytics import Analytics, analytics_from_env, event_name
 from wizard.events import AnalyticsEvent, LogLine
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
-from wizard.testing.fake_session import FakePiSession
+from wizard.testing.fake_session import FakeSession
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ async def test_the_harness_tags_a_gateway_refusal_on_delivery(
 ) -> None:
     host, received = capture
     analytics = Analytics("phc_test", host, {"program": "transactional-email"})
-    fake = FakePiSession([[{"blocks": [{"text": "[posthog:abort] Blocked by policy."}]}]])
+    fake = FakeSession([[{"blocks": [{"text": "[posthog:abort] Blocked by policy."}]}]])
     inputs = RunInputs(
         project_dir=tmp_path,
         prompt="go",

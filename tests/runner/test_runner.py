@@ -14,7 +14,7 @@ from wizard.programs.types import ProgramConfig
 from wizard.runner import RunFlags, RunPlan, plan_run, run_program
 from wizard.runner.gateway import GatewayFlags
 from wizard.runner.harness.pi.harness import PiHarness
-from wizard.testing.fake_session import FakePiSession
+from wizard.testing.fake_session import FakeSession
 from wizard.testing.script import call, reply, said
 
 GATEWAY = GatewayFlags(url="http://127.0.0.1:9")
@@ -31,7 +31,7 @@ def _plan(project: Path, program: str | ProgramConfig = "transactional-email",
 async def test_a_run_says_what_it_uses_before_the_agent_starts(tmp_path: Path) -> None:
     recorder = EventRecorder()
     turns = [[reply(call("write", path="a.txt", content="x")), said("Done.")], [said("-")]]
-    harness = PiHarness(session_factory=FakePiSession(turns))
+    harness = PiHarness(session_factory=FakeSession(turns))
     await run_program(_plan(tmp_path), recorder, run_id="run-under-test", harness=harness)
     (started,) = [e for e in recorder.events if isinstance(e, RunStarted)]
     assert started == RunStarted(
@@ -52,7 +52,7 @@ async def _broken_run(tmp_path: Path, **flags: Any) -> Outcome:
         [reply(call("write", path="app.py", content="def f(:\n")), said("All done.")],
         [said("-")],
     ]
-    harness = PiHarness(session_factory=FakePiSession(turns))
+    harness = PiHarness(session_factory=FakeSession(turns))
     plan = _plan(tmp_path, **flags)
     return await run_program(plan, EventRecorder(), run_id="broken-run", harness=harness)
 
@@ -91,7 +91,7 @@ async def test_a_programs_own_check_and_proof_are_what_its_skill_must_leave(
     work = [reply(config)] if written != "missing" else [reply(call("read", path="README.md"))]
     (tmp_path / "README.md").write_text("# app\n")
     turns = [[*work, said("Done.")], [said("-")]]
-    harness = PiHarness(session_factory=FakePiSession(turns))
+    harness = PiHarness(session_factory=FakeSession(turns))
     outcome = await run_program(_plan(tmp_path, "self-driving"), EventRecorder(), harness=harness)
     assert outcome.verification is not None
     (check,) = [c for c in outcome.verification.checks if c.name.endswith("json exists")]
@@ -135,7 +135,7 @@ async def test_a_run_that_changed_no_app_file_and_proved_nothing_is_never_set_up
     (tmp_path / "README.md").write_text("# app\n")
     config = get_program(program) if program != "skill" else skill_program("transactional-email")
     turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
-    harness = PiHarness(session_factory=FakePiSession(turns))
+    harness = PiHarness(session_factory=FakeSession(turns))
     outcome = await run_program(_plan(tmp_path, config), EventRecorder(), harness=harness)
     if program == "skill":
         assert outcome.status == "succeeded"
@@ -162,7 +162,7 @@ async def test_an_engine_that_takes_a_while_to_prepare_shows_a_spinner(tmp_path:
     recorder = EventRecorder()
     turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
     (tmp_path / "README.md").write_text("# app\n")
-    harness = Installing(session_factory=FakePiSession(turns))
+    harness = Installing(session_factory=FakeSession(turns))
     await run_program(_plan(tmp_path), recorder, harness=harness)
     spun = [
         e

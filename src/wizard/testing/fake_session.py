@@ -19,7 +19,7 @@ turn may instead be `{"raise": "message"}`, which fails at once. With `stream_te
 text is streamed: each message arrives whole at `message_end`.
 
 `FakeSessions` serves runs with several conversations (the orchestrator's seed and tasks):
-each launch gets its own `FakePiSession`, whose script is picked at its first prompt.
+each launch gets its own `FakeSession`, whose script is picked at its first prompt.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from wizard.tools.base import ToolResult
 Turn = list[dict[str, Any]] | dict[str, Any]
 
 
-class FakePiSession:
-    """Plays scripted turns to the harness; use it as `PiHarness(session_factory=fake)`."""
+class FakeSession:
+    """An engine session that plays scripted turns to the driver, for any harness (a fake at
+    the engine boundary): `PiHarness(session_factory=fake)`."""
 
     def __init__(
         self,
@@ -63,7 +64,7 @@ class FakePiSession:
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def __call__(self, launch: EngineLaunch) -> FakePiSession:
+    def __call__(self, launch: EngineLaunch) -> FakeSession:
         self.launch = launch
         return self
 
@@ -221,14 +222,14 @@ class FakeSessions:
     def __init__(self, scripts: Mapping[str, Sequence[Sequence[Turn]]], **options: Any) -> None:
         self._scripts = {match: list(queue) for match, queue in scripts.items()}
         self._options = options
-        self.sessions: list[FakePiSession] = []
+        self.sessions: list[FakeSession] = []
 
-    def __call__(self, launch: EngineLaunch) -> FakePiSession:
+    def __call__(self, launch: EngineLaunch) -> FakeSession:
         session = _RoutedSession(self._route, **self._options)
         self.sessions.append(session)
         return session(launch)
 
-    def started(self, match: str) -> list[FakePiSession]:
+    def started(self, match: str) -> list[FakeSession]:
         """The sessions whose first prompt contained `match`, in start order."""
         return [s for s in self.sessions if s.prompts and match in s.prompts[0]]
 
@@ -247,7 +248,7 @@ class FakeSessions:
         raise AssertionError(f"no script matches the first prompt {prompt[:120]!r}")
 
 
-class _RoutedSession(FakePiSession):
+class _RoutedSession(FakeSession):
     """A fake session whose script is picked by its first prompt."""
 
     def __init__(self, route: Callable[[str], list[Turn]], **options: Any) -> None:

@@ -17,7 +17,7 @@ from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.state import CONTINUE_INSTRUCTION, MAX_CONTINUE_NUDGES
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
-from wizard.testing.fake_session import FakePiSession, Turn
+from wizard.testing.fake_session import FakeSession, Turn
 from wizard.testing.script import call, reply, text
 
 PROMPT = "Set up the program. Read the skill."
@@ -32,7 +32,7 @@ class Harnessed:
     """A harness run against a fake session, with everything a test asserts on."""
 
     def __init__(self, tmp_path: Path, turns: list[Turn], **fake: Any) -> None:
-        self.fake = FakePiSession(turns, **fake)
+        self.fake = FakeSession(turns, **fake)
         self.recorder = EventRecorder()
         self.inputs = RunInputs(
             project_dir=tmp_path,

@@ -20,7 +20,7 @@ from wizard.runner.sequence.outcomes import route_result
 from wizard.runner.switchboard import Binding
 from wizard.signals import REMARK_INSTRUCTION
 from wizard.skills.sources import BundledSkills, DirectorySkills
-from wizard.testing.fake_session import FakePiSession
+from wizard.testing.fake_session import FakeSession
 
 
 def context(
@@ -161,7 +161,7 @@ async def test_skill_install_failure_names_the_fix(tmp_path: Path) -> None:
     ctx = replace(
         context(tmp_path, skill_program("nope")), skills=DirectorySkills(tmp_path / "none")
     )
-    outcome = await run_linear(ctx, PiHarness(session_factory=FakePiSession([])))
+    outcome = await run_linear(ctx, PiHarness(session_factory=FakeSession([])))
     assert outcome.status == "failed"
     assert outcome.outro is not None and "--skills-dir" in (outcome.outro.body or "")
 
@@ -177,7 +177,7 @@ async def test_each_program_aborts_on_its_skill_marker(tmp_path: Path, program_i
     program = get_program(program_id)
     case = program.abort_cases[0]
     reason = case.match.strip("^$").replace("\\", "")
-    fake = FakePiSession([[SKILL_READ, {"blocks": [{"text": f"Checked.\n[ABORT] {reason}"}]}]])
+    fake = FakeSession([[SKILL_READ, {"blocks": [{"text": f"Checked.\n[ABORT] {reason}"}]}]])
     outcome = await run_linear(context(tmp_path, program), PiHarness(session_factory=fake))
     fake.assert_complete()
     assert (outcome.status, outcome.reason) == ("aborted", reason)
@@ -186,7 +186,7 @@ async def test_each_program_aborts_on_its_skill_marker(tmp_path: Path, program_i
 
 
 async def test_a_program_without_cases_aborts_with_the_generic_screen(tmp_path: Path) -> None:
-    fake = FakePiSession([[SKILL_READ, {"blocks": [{"text": "[ABORT] nothing to do"}]}]])
+    fake = FakeSession([[SKILL_READ, {"blocks": [{"text": "[ABORT] nothing to do"}]}]])
     ctx = context(tmp_path, skill_program("transactional-email"))
     outcome = await run_linear(ctx, PiHarness(session_factory=fake))
     assert outcome.outro is not None
@@ -198,7 +198,7 @@ async def test_a_program_without_cases_aborts_with_the_generic_screen(tmp_path: 
 
 async def test_disallowed_tools_are_not_offered_and_are_denied(tmp_path: Path) -> None:
     ask = {"blocks": [{"tool_call": {"name": "wizard_ask", "arguments": {"questions": ["?"]}}}]}
-    fake = FakePiSession(
+    fake = FakeSession(
         [[ask, {"blocks": [{"text": "ok"}]}], [{"blocks": [{"text": "[WIZARD-REMARK] -"}]}]]
     )
     await run_linear(
@@ -213,7 +213,7 @@ async def test_disallowed_tools_are_not_offered_and_are_denied(tmp_path: Path) -
 async def test_allowed_tools_limit_the_program_tools(tmp_path: Path) -> None:
     program = replace(get_program("transactional-email"), allowed_tools=("check_env_keys",))
     stop = {"blocks": [{"text": "[ABORT] the api is not enabled for this project"}]}
-    fake = FakePiSession([[stop]])
+    fake = FakeSession([[stop]])
     await run_linear(context(tmp_path, program), PiHarness(session_factory=fake))
     assert fake.launch is not None
     host_tools = set(fake.launch.gate.tools)

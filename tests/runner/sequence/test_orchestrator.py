@@ -33,7 +33,7 @@ from wizard.runner.sequence.orchestrator.sequence import (
 from wizard.runner.switchboard import Binding
 from wizard.signals import REMARK_INSTRUCTION
 from wizard.skills.sources import BundledSkills
-from wizard.testing.fake_session import FakePiSession, FakeSessions, Turn
+from wizard.testing.fake_session import FakeSession, FakeSessions, Turn
 from wizard.testing.script import call, reply, text
 
 PROGRAM = get_program("revenue-analytics")
@@ -260,7 +260,7 @@ async def test_42_without_markers_nudges_at_most_three_times_then_returns(tmp_pa
 
 
 async def test_42_a_task_run_returns_clean_even_unreported(tmp_path: Path) -> None:
-    fake = FakePiSession([[reply(text("Done, I think."))]] * 4)
+    fake = FakeSession([[reply(text("Done, I think."))]] * 4)
     inputs = TaskRunInputs(
         project_dir=tmp_path,
         prompt="# Task t: something",
@@ -793,7 +793,7 @@ async def test_a_resumed_planner_sees_the_steps_already_done(tmp_path: Path) -> 
     assert "`customers` (tag-customers): Step customers: tagged customers" in planner_prompt
 
 
-class _Paced(FakePiSession):
+class _Paced(FakeSession):
     """A fake engine that waits `before` seconds before it answers, and `to_stop` seconds
     before it stops when aborted (a slow engine)."""
 
