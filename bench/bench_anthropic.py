@@ -30,7 +30,7 @@ from typing import Any
 
 from bench_runs import _quantiles, stop_figures
 
-from wizard.engines.bundle import ensure_pi
+from wizard.engines.bundle import ensure_bundle
 from wizard.events import EventRecorder
 from wizard.runner.harness.anthropic.harness import AnthropicHarness
 from wizard.runner.harness.pi.harness import PiHarness
@@ -64,7 +64,7 @@ async def stop_once(harness: Any, folder: Path, reply: str) -> dict[str, float]:
 
 
 async def main(stops: int) -> dict[str, Any]:
-    ensure_pi(print)
+    ensure_bundle(print)
     harnesses = {"anthropic": AnthropicHarness(), "pi": PiHarness()}
     runs: dict[tuple[str, str], list[dict[str, float]]] = {
         (reply, name): [] for reply in REPLIES for name in harnesses

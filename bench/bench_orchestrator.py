@@ -31,7 +31,7 @@ from typing import Any
 
 from bench_pi_boundary import Gateway
 
-from wizard.engines.bundle import ensure_pi
+from wizard.engines.bundle import ensure_bundle
 from wizard.events import EventRecorder
 from wizard.programs import get_program
 from wizard.programs.types import GENERIC_ORCHESTRATION
@@ -126,7 +126,7 @@ async def one_run(url: str, folder: Path, run_id: str, max_parallel: int) -> dic
 
 
 async def main(runs: int) -> dict[str, Any]:
-    ensure_pi(print)
+    ensure_bundle(print)
     results: dict[str, list[dict[str, float]]] = {"parallel_3": [], "parallel_1": []}
     with tempfile.TemporaryDirectory(prefix="wizard-bench-orch-") as temp:
         folder = Path(temp)

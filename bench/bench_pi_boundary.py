@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from wizard.engines.bundle import PiEngine, ensure_pi
+from wizard.engines.bundle import NodeBundle, ensure_bundle
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.listener import RunListener
 from wizard.runner.harness.pi.session import PROVIDER, models_json
@@ -140,7 +140,7 @@ async def _measured(boundary: str, chars: int, body: Any) -> Measure:
     )  # fmt: skip
 
 
-async def run_rpc(engine: PiEngine, url: str, chars: int, folder: Path) -> Measure:
+async def run_rpc(engine: NodeBundle, url: str, chars: int, folder: Path) -> Measure:
     """The old boundary: `pi --mode rpc`, every line read and parsed."""
     agent = folder / "agent-rpc"
     agent.mkdir()
@@ -207,7 +207,7 @@ async def run_host(url: str, chars: int, folder: Path) -> Measure:
 
 
 async def main(lengths: list[int]) -> list[Measure]:
-    engine = await asyncio.to_thread(ensure_pi)
+    engine = await asyncio.to_thread(ensure_bundle)
     results = []
     for chars in lengths:
         for boundary in ("host", "rpc"):

@@ -37,7 +37,7 @@ from typing import Any
 
 from bench_pi_boundary import EngineProbe, Gateway
 
-from wizard.engines.bundle import ensure_pi
+from wizard.engines.bundle import ensure_bundle
 from wizard.events import EventRecorder
 from wizard.runner.harness.latch import StopLatch
 from wizard.runner.harness.listener import RunListener
@@ -156,7 +156,7 @@ async def wizard_turns(folder: Path) -> float:
 async def raw_turns(folder: Path) -> float:
     """The same script on `pi --mode rpc`, two prompts (the work, then the remark)."""
     (folder / "app.py").write_text("print('hi')\n")
-    engine = ensure_pi()
+    engine = ensure_bundle()
     async with ScriptedGateway({"responses": _twenty_turns()}) as gateway:
         agent = folder / "agent"
         agent.mkdir()

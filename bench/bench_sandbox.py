@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wizard.engines.bundle import ensure_pi
+from wizard.engines.bundle import ensure_bundle
 from wizard.tools.sandbox import build_policy
 
 COMMANDS = ["true", "ls", "npm --version"]
@@ -64,7 +64,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 
 def main(runs: int) -> dict[str, Any]:
-    engine = ensure_pi(print)
+    engine = ensure_bundle(print)
     with tempfile.TemporaryDirectory(prefix="wizard-bench-sandbox-") as temp:
         folder = Path(temp)
         project = folder / "project"

@@ -379,7 +379,7 @@ def engines_install(
         typer.echo(f"error: unknown engine {engine!r}; the installable engine is 'pi'.", err=True)
         raise typer.Exit(EXIT_USAGE)
     try:
-        installed = pi_engine.installed_pi()
+        installed = pi_engine.installed_bundle()
         if installed is not None:
             pi_engine.find_node()
             try:

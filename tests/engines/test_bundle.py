@@ -60,7 +60,7 @@ def test_npm_failure_shows_its_output(fake_path: Path) -> None:
     message = str(raised.value)
     assert "npm ci failed (exit 1)" in message and "npm error 404 Not Found" in message
     assert "wizard engines install pi" in message
-    assert engine.installed_pi() is None
+    assert engine.installed_bundle() is None
     assert not engine.pi_prefix().exists()
 
 
@@ -133,7 +133,7 @@ def fake_npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_concurrent_first_runs_wait_for_one_install_and_share_it(fake_npm: Path) -> None:
     """Two first runs at once: one failed with a Node stack trace (`ENOENT uv_cwd`), its
     folder removed under it by the other's install."""
-    code = "from wizard.engines.bundle import ensure_pi; print(ensure_pi().prefix)"
+    code = "from wizard.engines.bundle import ensure_bundle; print(ensure_bundle().prefix)"
     runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
     outputs = [run.communicate(timeout=60) for run in runs]

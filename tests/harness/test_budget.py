@@ -64,10 +64,10 @@ LONG = [reply(call("read", path="app.py")), reply(call("read", path="app.py")),
 async def test_a_spent_budget_ends_a_live_run_at_its_next_request(
     tmp_path: Path, budget: Budget, words: str
 ) -> None:
-    from wizard.engines.bundle import installed_pi
+    from wizard.engines.bundle import installed_bundle
     from wizard.runner.harness.pi.harness import PiHarness
 
-    if installed_pi() is None:
+    if installed_bundle() is None:
         if os.environ.get("CI"):
             pytest.fail("pi is not installed")
         pytest.skip("pi is not installed")

@@ -26,8 +26,8 @@ from wizard.tools.sandbox import SandboxPolicy, build_policy
 
 
 @pytest.fixture(scope="session", autouse=True)
-def pi_engine() -> Iterator[engine.PiEngine]:
-    installed = engine.installed_pi()
+def pi_engine() -> Iterator[engine.NodeBundle]:
+    installed = engine.installed_bundle()
     if installed is None:
         if os.environ.get("CI"):
             pytest.fail("pi is not installed; .ci/run must run `wizard engines install pi`")

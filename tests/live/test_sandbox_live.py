@@ -215,7 +215,7 @@ async def test_a_command_stopped_at_its_timeout_leaves_nothing_in_the_project(
     """wizard's `bash` (the anthropic harness's shell) through the runtime's CLI: killed at
     its timeout, the runtime used to leave an empty placeholder for every missing denied
     name (`.bashrc`, `.mcp.json`, `.vscode`, ...) in the project."""
-    installed = engine.installed_pi()
+    installed = engine.installed_bundle()
     assert installed is not None
     project = tmp_path / "project"
     project.mkdir()

@@ -22,7 +22,7 @@ __all__ = ["ci_lines", "gateway_process", "pi_processes_in", "wizard_env"]
 
 @pytest.fixture(autouse=True)
 def _needs_pi() -> None:
-    if engine.installed_pi() is None:
+    if engine.installed_bundle() is None:
         if os.environ.get("CI"):
             pytest.fail("pi is not installed; .ci/run must run `wizard engines install pi`")
         pytest.skip("pi is not installed (wizard engines install pi)")

@@ -1,6 +1,7 @@
-"""Installing and finding the pi engine: npm `@mariozechner/pi-coding-agent`, exactly pinned,
-with the sandbox runtime that wraps every command the agent runs
-(`@anthropic-ai/sandbox-runtime`, also pinned).
+"""Installing and finding wizard's Node bundle: the pi engine (npm
+`@mariozechner/pi-coding-agent`, exactly pinned) and the sandbox runtime that wraps every
+command the agent runs, on either harness, and wizard's own checks and probes
+(`@anthropic-ai/sandbox-runtime`, also pinned). `wizard engines install pi` installs it.
 
 The package ships `engine_lock/package.json` and `package-lock.json`; `npm ci` installs
 exactly that tree into a per-user cache directory (`$WIZARD_ENGINES_DIR`, else
@@ -40,8 +41,8 @@ _NODE_HINT = (
 
 
 @dataclass(frozen=True)
-class PiEngine:
-    """An installed pi engine: the node binary and pi's package."""
+class NodeBundle:
+    """The installed Node bundle: the node binary, pi's package and the sandbox runtime."""
 
     node: Path
     cli: Path
@@ -114,13 +115,14 @@ def pi_files_installed() -> bool:
     )
 
 
-def installed_pi() -> PiEngine | None:
-    """The installed pinned pi with a Node to run it, or None."""
+def installed_bundle() -> NodeBundle | None:
+    """The installed bundle (the pinned pi and sandbox runtime) with a Node to run it, or
+    None."""
     node = shutil.which("node")
     if node is None or not pi_files_installed():
         return None
     prefix = pi_prefix()
-    return PiEngine(node=Path(node), cli=_pi_cli(prefix), version=PI_VERSION, prefix=prefix)
+    return NodeBundle(node=Path(node), cli=_pi_cli(prefix), version=PI_VERSION, prefix=prefix)
 
 
 @contextlib.contextmanager
@@ -142,13 +144,13 @@ def _install_lock(progress: Callable[[str], None]) -> Iterator[None]:
 
 def install_pi(
     progress: Callable[[str], None] = lambda line: None, *, replace_changed: bool = False
-) -> PiEngine:
+) -> NodeBundle:
     """Install the pinned pi with `npm ci` from the shipped lockfile; return it. An install
     that another process finished meanwhile is used as it is (unless `replace_changed` and
     it is not the tree that was installed)."""
     find_node()
     with _install_lock(progress):
-        engine = installed_pi()
+        engine = installed_bundle()
         if engine is None or (
             replace_changed and tree_changes(engine.prefix, _record(engine.prefix))
         ):
@@ -156,7 +158,7 @@ def install_pi(
         return engine
 
 
-def _install(progress: Callable[[str], None]) -> PiEngine:
+def _install(progress: Callable[[str], None]) -> NodeBundle:
     npm = shutil.which("npm")
     if npm is None:
         raise EngineInstallError("npm was not found on PATH.", _NODE_HINT)
@@ -192,23 +194,23 @@ def _install(progress: Callable[[str], None]) -> PiEngine:
     staging.rename(prefix)
     make_read_only(prefix)
     record_tree(prefix, _record(prefix))
-    engine = installed_pi()
+    engine = installed_bundle()
     if engine is None:
         raise EngineInstallError(f"pi was installed into {prefix} but its CLI is missing.")
     progress(f"pi {PI_VERSION} installed.")
     return engine
 
 
-def ensure_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
+def ensure_bundle(progress: Callable[[str], None] = lambda line: None) -> NodeBundle:
     """The installed pi, installing it first when it is missing."""
     find_node()
-    return installed_pi() or install_pi(progress)
+    return installed_bundle() or install_pi(progress)
 
 
-def verified_pi(progress: Callable[[str], None] = lambda line: None) -> PiEngine:
-    """`ensure_pi`, and its files checked against the install's record: what a run starts
+def verified_bundle(progress: Callable[[str], None] = lambda line: None) -> NodeBundle:
+    """`ensure_bundle`, and its files checked against the install's record: what a run starts
     with (once: its sessions then use the checked engine); `EngineChanged` otherwise."""
-    engine = ensure_pi(progress)
+    engine = ensure_bundle(progress)
     check_unchanged(engine.prefix, progress)
     return engine
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from wizard.engines.bundle import installed_pi
+from wizard.engines.bundle import installed_bundle
 from wizard.events import SpinnerStarted, SpinnerStopped
 from wizard.journal import RunRecord
 from wizard.layout import SKILL_FILES
@@ -154,7 +154,7 @@ def check_runner(policy: SandboxPolicy | None, workspace: Path) -> CheckRunner:
     """The runner for a run's checks: its sandbox policy, through the runtime's CLI."""
     if policy is None:
         return CheckRunner(None)
-    engine = installed_pi()
+    engine = installed_bundle()
     if engine is None:
         return CheckRunner(None, "the sandbox runtime is not installed")
     return CheckRunner(SandboxedShell.build(policy, engine, workspace))

@@ -41,7 +41,7 @@ PLACEHOLDERS = (
 
 
 class SandboxRuntime(Protocol):
-    """Where the sandbox runtime is installed (the engine bundle: `engines.bundle.PiEngine`)."""
+    """Where the sandbox runtime is installed (the engine bundle: `engines.bundle.NodeBundle`)."""
 
     @property
     def prefix(self) -> Path: ...

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from wizard.engines.bundle import verified_pi
+from wizard.engines.bundle import verified_bundle
 from wizard.engines.claude import check_bundled_cli, load_sdk
 from wizard.errors import EngineChanged, EngineError
 from wizard.runner.harness.anthropic.session import ClaudeSession, ClientFactory
@@ -43,7 +43,7 @@ class AnthropicHarness(EngineHarness):
         load_sdk()
         await asyncio.to_thread(check_bundled_cli)
         try:
-            await asyncio.to_thread(verified_pi, progress)
+            await asyncio.to_thread(verified_bundle, progress)
         except EngineChanged:
             raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:

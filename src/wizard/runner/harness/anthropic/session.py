@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from wizard.atomic import write_atomically
-from wizard.engines.bundle import installed_pi
+from wizard.engines.bundle import installed_bundle
 from wizard.engines.claude import load_sdk
 from wizard.errors import EngineError
 from wizard.runner.harness.anthropic.adapter import BUILTIN_TOOLS, GateHooks, mcp_server
@@ -248,7 +248,7 @@ class ClaudeSession:
             return []
         if launch.sandbox is None:
             return [shell_tool(launch.project_dir, None)]
-        engine = installed_pi()
+        engine = installed_bundle()
         if engine is None:
             raise EngineError(
                 "the sandbox runtime for wizard's bash is not installed: run `wizard engines "

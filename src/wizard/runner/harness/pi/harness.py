@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from wizard.engines.bundle import verified_pi
+from wizard.engines.bundle import verified_bundle
 from wizard.runner.harness.driver import DetectionPolicy, EngineHarness, SessionFactory
 from wizard.runner.harness.pi.session import PiSession
 
@@ -30,4 +30,4 @@ class PiHarness(EngineHarness):
     async def prepare(self, progress: Callable[[str], None]) -> None:
         """Make sure pi is installed (installing it on first use) and its files are the ones
         installed; `EngineError` (`EngineChanged`) if not."""
-        await asyncio.to_thread(verified_pi, progress)
+        await asyncio.to_thread(verified_bundle, progress)

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wizard.engines.bundle import PiEngine, ensure_pi
+from wizard.engines.bundle import NodeBundle, ensure_bundle
 from wizard.errors import EngineError
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
@@ -92,7 +92,7 @@ class PiSession:
     def __init__(
         self,
         launch: EngineLaunch,
-        engine: Callable[[], PiEngine] = ensure_pi,
+        engine: Callable[[], NodeBundle] = ensure_bundle,
         *,
         startup_timeout: float = 60.0,
         stall_seconds: float = 300.0,
@@ -163,7 +163,7 @@ class PiSession:
                 "Run `wizard engines status`; reinstall with `wizard engines install pi`.",
             ) from exc
 
-    async def _prepare_agent_dir(self, engine: PiEngine) -> Path:
+    async def _prepare_agent_dir(self, engine: NodeBundle) -> Path:
         """pi's private folder: the gateway (wizard's proxy) and the host's launch file."""
         launch = self.launch
         self._agent_dir = agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
