@@ -18,3 +18,9 @@ python3 -m venv .venv
 .venv/bin/ruff format --check src tests bench
 .venv/bin/mypy
 .venv/bin/pytest "$@"
+# The command line on the lowest Typer and Click the dependency range allows (pip picks the
+# newest above; the range's floor must hold too).
+lowest="$(mktemp -d)"; trap 'rm -rf "$lowest"' EXIT
+.venv/bin/python -m pip install --quiet --no-deps --target "$lowest" \
+  "typer==0.12.5" "typer-slim==0.12.5" "click==8.0.0"
+PYTHONPATH="$lowest" .venv/bin/pytest -q -p no:cacheprovider tests/test_cli.py tests/test_readme.py

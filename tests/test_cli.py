@@ -555,3 +555,14 @@ def test_ctrl_c_before_a_run_begins_is_the_cancelled_screen_never_a_traceback(
         wizard.cli.main()
     assert ended.value.code == 130
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_shell_completion_is_printed(tmp_path: Path) -> None:
+    """`wizard --show-completion` used to end in a second traceback (Typer's vendored Click
+    has no `click.Abort` for wizard's own handler to name)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "wizard", "--show-completion", "bash"], capture_output=True,
+        text=True, env=wizard_env(tmp_path, SHELL="/bin/bash"), timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "_wizard_completion" in proc.stdout and "Traceback" not in proc.stderr

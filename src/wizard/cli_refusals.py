@@ -128,7 +128,11 @@ def _in_our_words(exc: Exception) -> str:
     if isinstance(exc.__cause__, ValidationError):
         said = in_our_words(exc.__cause__)
         return said[:1].upper() + said[1:] + "."
-    return str(getattr(exc, "message", exc))
+    message = str(getattr(exc, "message", exc))  # an older Typer: Click's own conversion
+    for clicks, ours in ((" is not a valid integer", " is not a whole number"),
+                         (" is not a valid float", " is not a number")):  # fmt: skip
+        message = message.replace(clicks, ours)
+    return message
 
 
 def program_of(argv: list[str]) -> str:
