@@ -4,10 +4,14 @@ something else (undo, preview, the sandbox) runs to a success its proofs accept.
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 from wizard.testing.script import Block, call
 
 SENDER = """import json
+import subprocess
+from pathlib import Path
 import os
 import urllib.request
 
@@ -30,3 +34,15 @@ def email_sent() -> list[Block]:
         call("write", path="wizard_test_sender.py", content=SENDER),
         call("write", path=".posthog/email-probe.json", content=json.dumps(entry)),
     ]
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that nothing trusts, and its key (openssl)."""
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+         "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.integrations import self_signed_certificate
 from wizard import __version__
 from wizard.cli import app
 from wizard.testing.cli import wizard_env
@@ -434,13 +435,7 @@ def test_doctor_says_when_the_gateways_certificate_is_not_trusted(
 ) -> None:
     from wizard.doctor import run_checks
 
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-         "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed_certificate(tmp_path)
     gateway = _Gateway(200, cert=(cert, key))
     try:
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)

@@ -10,7 +10,6 @@ import contextlib
 import json
 import socket
 import ssl
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import anthropic
 import openai
 import pytest
 
+from tests.integrations import self_signed_certificate
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy, StreamCheck
 from wizard.testing.gateway import ScriptedGateway
 
@@ -168,13 +168,7 @@ async def test_an_unreachable_gateway_is_a_502_that_names_it() -> None:
 
 
 async def test_an_untrusted_certificate_says_so_and_names_ssl_cert_file(tmp_path: Path) -> None:
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-         "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    cert, key = self_signed_certificate(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
 
