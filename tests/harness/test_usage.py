@@ -67,7 +67,10 @@ def test_usage_adds_up_over_runs_and_a_cost_needs_both() -> None:
     total = a + b
     assert (total.model_requests, total.retries, total.input_tokens) == (3, 1, 15)
     assert total.model_seconds == 2.0 and total.cost_usd == pytest.approx(0.03)
-    assert (a + Usage()).cost_usd is None
+    assert (a + Usage(model_requests=1)).cost_usd is None  # a request with no price
+    # An empty usage, the start of a sum, is nothing to price: an orchestrator's sum of its
+    # tasks started from one and so never had a cost.
+    assert (Usage() + a).cost_usd == 0.01
 
 
 def test_the_config_files_prices_reach_the_table(tmp_path: pytest.TempPathFactory) -> None:
