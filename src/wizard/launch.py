@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
@@ -123,9 +124,7 @@ def resumable(outcome: Outcome, run_id: str, project: Path) -> Outcome:
     carries it on (finished steps are not run again)."""
     if not outcome.tasks or outcome.outro is None:
         return outcome
-    counts: dict[str, int] = {}
-    for task in outcome.tasks:
-        counts[str(task.get("status"))] = counts.get(str(task.get("status")), 0) + 1
+    counts = Counter(str(task.get("status")) for task in outcome.tasks)
     stood = ", ".join(f"{count} {status}" for status, count in counts.items())
     command = f"wizard resume {run_id} --project {project}"
     body = f"{outcome.outro.body}\n\nSteps: {stood}. Carry it on with `{command}`: the steps "

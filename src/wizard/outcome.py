@@ -168,6 +168,11 @@ class Verification:
         return tuple(proof for proof in self.proofs if proof.status == "failed")
 
     @property
+    def proven(self) -> tuple[ProofResult, ...]:
+        """The proofs that passed."""
+        return tuple(proof for proof in self.proofs if proof.status == "proven")
+
+    @property
     def unproven(self) -> tuple[ProofResult, ...]:
         """The proofs that could not run: the run is set up, not proven."""
         return tuple(proof for proof in self.proofs if proof.status == "not_run")

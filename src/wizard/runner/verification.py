@@ -212,9 +212,11 @@ async def verified(
             context.sink(SpinnerStarted("Proving that the integration works..."))
             found = await prove(proofs, context.project_dir, runner.sandbox, workspace,
                                 runner.unsandboxable)  # fmt: skip
-            status = "failed" if any(p.status == "failed" for p in found) else result.status
-            result = replace(result, proofs=found, status="passed" if status == "skipped"
-                             and any(p.status == "proven" for p in found) else status)  # fmt: skip
+            result = replace(result, proofs=found)
+            if result.failed_proofs:
+                result = replace(result, status="failed")
+            elif result.status == "skipped" and result.proven:  # a proof is a check that ran
+                result = replace(result, status="passed")
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
     if result.failures or result.failed_proofs:
@@ -226,7 +228,7 @@ async def verified(
             warnings=outcome.warnings,
             usage=outcome.usage,
         )
-    if not app_changed and not any(proof.status == "proven" for proof in result.proofs):
+    if not app_changed and not result.proven:
         return _nothing_done(outcome, context, result)
     done = "Checks passed: the preview is ready to apply" if context.preview else None
     context.sink(SpinnerStopped(done or context.program.success_message))
@@ -237,7 +239,7 @@ def _proven_outro(outro: Outro | None, result: Verification) -> Outro | None:
     """The success screen, saying what was proven, or that the setup is not proven and why."""
     if outro is None or not result.proofs:
         return outro
-    lines = [f"Proven: {p.name} ({p.evidence})" for p in result.proofs if p.status == "proven"]
+    lines = [f"Proven: {p.name} ({p.evidence})" for p in result.proven]
     lines += [f"Not proven: {p.name}: {p.reason}" for p in result.unproven]
     message = outro.message
     if result.unproven:

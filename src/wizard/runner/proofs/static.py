@@ -109,10 +109,10 @@ def _calls(sources: list[_Source], targets: tuple[str, ...]) -> Iterator[tuple[_
 
 def _key_name(node: Node | None) -> str:
     """A dictionary or object key as written: a string's content or an identifier."""
-    text = _text(node)
     if node is not None and node.type in ("string", "template_string"):
-        return text.strip("'\"`").removeprefix("f").strip("'\"")
-    return text
+        parts = ("string_content", "string_fragment")  # Python's, JavaScript's
+        return "".join(_text(child) for child in node.named_children if child.type in parts)
+    return _text(node)
 
 
 def _entries(mapping: Node) -> dict[str, Node | None]:
