@@ -561,3 +561,43 @@ def test_shell_completion_is_printed(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "_wizard_completion" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_every_run_option_fills_its_flag_and_every_flag_has_its_option() -> None:
+    """One table: each run option fills the `RunFlags` field of its name, and each field but
+    the one `wizard resume` sets has an option (a field without one could never be set)."""
+    from dataclasses import fields
+
+    from wizard.cli_options import RUN_OPTIONS, SCREEN_OPTIONS
+    from wizard.launch import Screen
+    from wizard.runner.plan import RunFlags
+
+    assert set(RUN_OPTIONS) == {field.name for field in fields(RunFlags)} - {"resume_from"}
+    assert set(SCREEN_OPTIONS) == {field.name for field in fields(Screen)}
+
+
+def test_the_commands_gather_their_options_into_flags_and_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `run`, `skill` and `resume` hand on is what the command line said, by name, and
+    a command's own `--project` (resume's) stays its own."""
+    import wizard.cli as cli
+
+    launched: list[tuple[str, object, object]] = []
+    monkeypatch.setattr(cli, "_launch", lambda program, flags, screen: launched.append(
+        (program.id, flags, screen)))  # fmt: skip
+    project = tmp_path / "app"
+    project.mkdir()
+    said = ["--project", str(project), "--max-turns", "7", "--no-verify", "--verbose",
+            "--gateway-url", "http://127.0.0.1:9", "--sequence", "orchestrator"]  # fmt: skip
+    assert runner.invoke(app, ["run", "transactional-email", *said]).exit_code == 0
+    assert runner.invoke(app, ["skill", "email-setup", *said]).exit_code == 0
+    for program_id, flags, screen in launched:
+        assert program_id in ("transactional-email", "agent-skill")
+        assert flags.project == project and flags.max_turns == 7  # type: ignore[attr-defined]
+        assert flags.verify_level == "off" and flags.sequence == "orchestrator"  # type: ignore[attr-defined]
+        assert flags.gateway.url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
+        assert screen.verbose and not screen.ci  # type: ignore[attr-defined]
+    result = runner.invoke(app, ["resume", "--project", str(project), "--ci"])
+    assert result.exit_code == 2
+    assert f"No interrupted orchestrator run of {project} to resume." in result.output

@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from wizard.runner.harness.registry import HARNESSES
+
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 LEAVES = ("wizard.signals", "wizard.outcome", "wizard.events", "wizard.errors", "wizard.layout")
+# Every registered harness's adapter package: each is kept apart from the others and from
+# the driver, whatever engines the registry holds.
+ADAPTERS = tuple(entry.adapter for entry in HARNESSES.values())
 UPPER = ("wizard.cli", "wizard.launch", "wizard.ui", "wizard.demo", "wizard.doctor")
 
 
@@ -72,15 +77,13 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         ),
         "a harness speaks only our types to the layers above",
     ),
-    (
-        ("wizard.runner.harness.pi",),
-        ("wizard.runner.harness.anthropic",),
-        "an engine's adapter does not use another's",
-    ),
-    (
-        ("wizard.runner.harness.anthropic",),
-        ("wizard.runner.harness.pi",),
-        "an engine's adapter does not use another's",
+    *(
+        (
+            (adapter,),
+            tuple(other for other in ADAPTERS if other != adapter),
+            f"the {adapter} adapter does not use another's",
+        )
+        for adapter in ADAPTERS
     ),
     (
         (
@@ -91,15 +94,14 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
             "wizard.runner.harness.state",
             "wizard.runner.harness.endings",
         ),
-        ("wizard.runner.harness.pi", "wizard.runner.harness.anthropic", "wizard.engines"),
+        (*ADAPTERS, "wizard.engines"),
         "the driver and what it shares know no engine",
     ),
     (
         ("wizard.runner.sequence",),
         (
             "wizard.runner.switchboard",
-            "wizard.runner.harness.pi",
-            "wizard.runner.harness.anthropic",
+            *ADAPTERS,
             *UPPER,
         ),
         "a sequence calls a harness, never an engine, and never routes",

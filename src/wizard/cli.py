@@ -22,28 +22,16 @@ from wizard.cli_options import (
     GatewayApi,
     GatewayKey,
     GatewayUrl,
-    HarnessOpt,
     JournalProject,
-    MaxCost,
-    MaxParallel,
-    MaxTime,
-    MaxTurns,
-    ModelOpt,
-    NoSandbox,
-    NoVerify,
     OutcomeJson,
-    PatchOut,
-    PreviewOpt,
-    Project,
     RunArg,
-    SequenceOpt,
-    SkillsDir,
     Verbose,
-    Verify,
+    run_options,
 )
 from wizard.cli_refusals import cancellable, usage_exit
 from wizard.errors import EngineChanged, UsageError, WizardError
 from wizard.outcome import EXIT_USAGE, Outcome, exit_code
+from wizard.runner.harness.registry import HARNESSES, HarnessEntry
 
 if TYPE_CHECKING:
     from wizard.launch import Screen, Services
@@ -106,67 +94,14 @@ def _launch(
     raise typer.Exit(exit_code(outcome))
 
 
-def _screen(ci: bool, verbose: bool, outcome_json: Path | None,
-            patch_out: Path | None = None) -> Screen:  # fmt: skip
-    """How the run is shown, and what it leaves for machines."""
-    from wizard.launch import Screen
-
-    return Screen(ci=ci, verbose=verbose, outcome_json=outcome_json, patch_out=patch_out)
-
-
-def _flags(project: Path, *, harness: str | None = None, sequence: str | None = None,
-           model: str | None = None, skills_dir: Path | None = None,
-           gateway: tuple[str | None, str | None, str | None, bool] = (None, None, None, False),
-           budget: tuple[int | None, float | None, str | None] = (None, None, None),
-           max_parallel: int | None = None, no_sandbox: bool = False, no_verify: bool = False,
-           verify: str = "basic", preview: bool | None = None,
-           resume_from: str | None = None) -> RunFlags:  # fmt: skip
-    """The run's flags, as the command line gave them."""
-    from wizard.programs.types import ProgramBinding
-    from wizard.runner.gateway import GatewayFlags
-    from wizard.runner.harness.usage import BudgetFlags
-    from wizard.runner.plan import RunFlags
-
-    return RunFlags(
-        project=project,
-        binding=ProgramBinding(sequence=sequence, harness=harness, model=model),
-        gateway=GatewayFlags(*gateway),
-        budget=BudgetFlags(*budget),
-        skills_dir=skills_dir,
-        max_parallel=max_parallel,
-        no_sandbox=no_sandbox,
-        verify="off" if no_verify else "full" if verify == "full" else "basic",
-        preview=preview,
-        resume_from=resume_from,
-    )
-
-
 @app.command()
+@run_options()
 def run(
     program: Annotated[
         str, typer.Argument(metavar="PROGRAM", help="The program to run (see `wizard programs`).")
     ],
-    project: Project = Path("."),
-    harness: HarnessOpt = None,
-    sequence: SequenceOpt = None,
-    model: ModelOpt = None,
-    skills_dir: SkillsDir = None,
-    ci: Ci = False,
-    outcome_json: OutcomeJson = None,
-    gateway_url: GatewayUrl = None,
-    gateway_key: GatewayKey = None,
-    gateway_api: GatewayApi = None,
-    allow_insecure_gateway: AllowInsecure = False,
-    verbose: Verbose = False,
-    max_parallel: MaxParallel = None,
-    no_sandbox: NoSandbox = False,
-    no_verify: NoVerify = False,
-    verify: Verify = "basic",
-    max_turns: MaxTurns = None,
-    max_cost: MaxCost = None,
-    max_time: MaxTime = None,
-    preview: PreviewOpt = None,
-    patch_out: PatchOut = None,
+    flags: RunFlags,
+    screen: Screen,
 ) -> None:
     """Run a program on a project."""
     from wizard.programs import get_program
@@ -174,51 +109,21 @@ def run(
     try:
         config = get_program(program)
     except WizardError as exc:
-        raise usage_exit(exc, program, ci, outcome_json) from exc
-    flags = _flags(
-        project, harness=harness, sequence=sequence, model=model, skills_dir=skills_dir,
-        gateway=(gateway_url, gateway_key, gateway_api, allow_insecure_gateway),
-        budget=(max_turns, max_cost, max_time), max_parallel=max_parallel,
-        no_sandbox=no_sandbox, no_verify=no_verify, verify=verify, preview=preview,
-    )  # fmt: skip
-    _launch(config, flags, _screen(ci, verbose, outcome_json, patch_out))
+        raise usage_exit(exc, program, screen.ci, screen.outcome_json) from exc
+    _launch(config, flags, screen)
 
 
 @app.command()
+@run_options()
 def skill(
     name: Annotated[str, typer.Argument(metavar="SKILL", help="The skill to run.")],
-    project: Project = Path("."),
-    harness: HarnessOpt = None,
-    sequence: SequenceOpt = None,
-    model: ModelOpt = None,
-    skills_dir: SkillsDir = None,
-    ci: Ci = False,
-    outcome_json: OutcomeJson = None,
-    gateway_url: GatewayUrl = None,
-    gateway_key: GatewayKey = None,
-    gateway_api: GatewayApi = None,
-    allow_insecure_gateway: AllowInsecure = False,
-    verbose: Verbose = False,
-    max_parallel: MaxParallel = None,
-    no_sandbox: NoSandbox = False,
-    no_verify: NoVerify = False,
-    verify: Verify = "basic",
-    max_turns: MaxTurns = None,
-    max_cost: MaxCost = None,
-    max_time: MaxTime = None,
-    preview: PreviewOpt = None,
-    patch_out: PatchOut = None,
+    flags: RunFlags,
+    screen: Screen,
 ) -> None:
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
 
-    flags = _flags(
-        project, harness=harness, sequence=sequence, model=model, skills_dir=skills_dir,
-        gateway=(gateway_url, gateway_key, gateway_api, allow_insecure_gateway),
-        budget=(max_turns, max_cost, max_time), max_parallel=max_parallel,
-        no_sandbox=no_sandbox, no_verify=no_verify, verify=verify, preview=preview,
-    )  # fmt: skip
-    _launch(skill_program(name), flags, _screen(ci, verbose, outcome_json, patch_out))
+    _launch(skill_program(name), flags, screen)
 
 
 @app.command(short_help="Run the offline demo (no API key).")
@@ -247,7 +152,9 @@ def demo(
     )
     from wizard.demo.sample import DEMO_MODEL, DEMO_PROGRAM, prepare_demo
     from wizard.journal import prune_demo_journals
+    from wizard.launch import Screen
     from wizard.programs import get_program
+    from wizard.runner.plan import RunFlags
 
     prune_demo_journals()  # earlier demos' journals, whose projects are gone
     workdir = Path(tempfile.mkdtemp(prefix="wizard-demo-"))
@@ -258,12 +165,12 @@ def demo(
         raise usage_exit(exc, "demo", ci, outcome_json) from exc
     sandboxed = demo_sandbox_available()
     print_demo_intro(setup, ci, sandboxed)
-    flags = _flags(setup.project, harness="pi", sequence="linear", model=DEMO_MODEL,
-                   no_sandbox=not sandboxed)  # fmt: skip
+    flags = RunFlags(project=setup.project, harness="pi", sequence="linear", model=DEMO_MODEL,
+                     no_sandbox=not sandboxed)  # fmt: skip
     _launch(
         get_program(DEMO_PROGRAM),
         flags,
-        _screen(ci, verbose, outcome_json),
+        Screen(ci=ci, verbose=verbose, outcome_json=outcome_json),
         services=lambda: demo_services(setup),
         after=lambda outcome: show_changes(setup, outcome, ci),
     )
@@ -286,25 +193,17 @@ for _name, (_command, _summary) in COMMANDS.items():
 
 
 @app.command(short_help="Carry on an interrupted orchestrator run.")
+@run_options(omit=frozenset({"harness", "sequence", "model", "skills_dir", "preview", "patch_out"}))
 def resume(
     run: RunArg = None,
     project: JournalProject = Path("."),
-    ci: Ci = False,
-    outcome_json: OutcomeJson = None,
-    gateway_url: GatewayUrl = None,
-    gateway_key: GatewayKey = None,
-    gateway_api: GatewayApi = None,
-    allow_insecure_gateway: AllowInsecure = False,
-    verbose: Verbose = False,
-    max_parallel: MaxParallel = None,
-    no_sandbox: NoSandbox = False,
-    no_verify: NoVerify = False,
-    verify: Verify = "basic",
-    max_turns: MaxTurns = None,
-    max_cost: MaxCost = None,
-    max_time: MaxTime = None,
+    *,
+    flags: RunFlags,
+    screen: Screen,
 ) -> None:
     """Carry on an interrupted orchestrator run: finished tasks do not run again."""
+    from dataclasses import replace
+
     from wizard.programs import get_program
     from wizard.runner.resume import resumable_run
 
@@ -312,14 +211,10 @@ def resume(
         record = resumable_run(project, run)
         config = get_program(record.program)  # a `wizard skill` run is not resumable
     except WizardError as exc:
-        raise usage_exit(exc, run or "resume", ci, outcome_json) from exc
-    flags = _flags(
-        project, harness=record.harness, sequence="orchestrator",
-        gateway=(gateway_url, gateway_key, gateway_api, allow_insecure_gateway),
-        budget=(max_turns, max_cost, max_time), max_parallel=max_parallel,
-        no_sandbox=no_sandbox, no_verify=no_verify, verify=verify, resume_from=record.run_id,
-    )  # fmt: skip
-    _launch(config, flags, _screen(ci, verbose, outcome_json))
+        raise usage_exit(exc, run or "resume", screen.ci, screen.outcome_json) from exc
+    flags = replace(flags, project=project, harness=record.harness, sequence="orchestrator",
+                    resume_from=record.run_id)  # fmt: skip
+    _launch(config, flags, screen)
 
 
 @app.command(short_help="Print the JSON Schema of the outcome or the --ci events.")
@@ -370,14 +265,19 @@ def doctor(
 
 @engines_app.command("install")
 def engines_install(
-    engine: Annotated[str, typer.Argument(help="The engine to install: pi.")] = "pi",
+    engine: Annotated[str, typer.Argument(help=f"The engine to install: {_installable()}.")] = "pi",
 ) -> None:
     """Install an agent engine (pi: npm @mariozechner/pi-coding-agent, exactly pinned)."""
     from wizard.engines import bundle as pi_engine
 
-    if engine != "pi":
-        typer.echo(f"error: unknown engine {engine!r}; the installable engine is 'pi'.", err=True)
+    entry = HARNESSES.get(engine)
+    if entry is None:
+        typer.echo(f"error: unknown engine {engine!r}; wizard installs {_installable()}.",
+                   err=True)  # fmt: skip
         raise typer.Exit(EXIT_USAGE)
+    if not entry.wizard_installs:
+        _python_engine(entry)
+        return
     try:
         installed = pi_engine.installed_bundle()
         if installed is not None:
@@ -393,6 +293,21 @@ def engines_install(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     typer.echo(f"pi {installed.version} installed in {installed.prefix}")
+
+
+def _installable() -> str:
+    return " or ".join(name for name, entry in HARNESSES.items() if entry.wizard_installs)
+
+
+def _python_engine(entry: HarnessEntry) -> None:
+    """A harness whose engine comes with a Python package: say whether it is installed, or
+    its install command (exit 1)."""
+    try:
+        entry.make()
+    except WizardError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"The {entry.name} engine comes with its Python package, which is installed.")
 
 
 def _indented(line: str) -> None:

@@ -3,15 +3,19 @@ same flag, help text and check (`wizard.cli` holds the commands)."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from wizard.runner.harness.registry import harness_names
 
 Project = Annotated[Path, typer.Option("--project", help="The project to set up.")]
 HarnessOpt = Annotated[
     str | None,
-    typer.Option("--harness", help="Agent harness: pi or anthropic.  [env var: WIZARD_HARNESS]"),
+    typer.Option("--harness", help=f"Agent harness: {harness_names()}.  [env var: WIZARD_HARNESS]"),
 ]
 SequenceOpt = Annotated[
     str | None,
@@ -144,6 +148,72 @@ PatchOut = Annotated[
         help="With --preview: write its change to this file as a patch for git apply.",
     ),
 ]
+
+
+# The options of every command that runs an agent: each fills the `RunFlags` field of its
+# name (a new run option is one line here, its field and resolution in the plan, and its one
+# consumer). `SCREEN_OPTIONS` fill the `Screen` the same way.
+RUN_OPTIONS: dict[str, tuple[object, object]] = {
+    "project": (Project, Path(".")),
+    "harness": (HarnessOpt, None),
+    "sequence": (SequenceOpt, None),
+    "model": (ModelOpt, None),
+    "skills_dir": (SkillsDir, None),
+    "gateway_url": (GatewayUrl, None),
+    "gateway_key": (GatewayKey, None),
+    "gateway_api": (GatewayApi, None),
+    "allow_insecure_gateway": (AllowInsecure, False),
+    "max_parallel": (MaxParallel, None),
+    "no_sandbox": (NoSandbox, False),
+    "no_verify": (NoVerify, False),
+    "verify": (Verify, "basic"),
+    "max_turns": (MaxTurns, None),
+    "max_cost": (MaxCost, None),
+    "max_time": (MaxTime, None),
+    "preview": (PreviewOpt, None),
+}
+SCREEN_OPTIONS: dict[str, tuple[object, object]] = {
+    "ci": (Ci, False),
+    "verbose": (Verbose, False),
+    "outcome_json": (OutcomeJson, None),
+    "patch_out": (PatchOut, None),
+}
+
+
+def run_options(
+    *, omit: frozenset[str] = frozenset()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command every run and screen option but those in `omit` or declared by the
+    command itself: Typer sees them after the command's own parameters, and the command
+    receives them gathered as `flags: RunFlags` and `screen: Screen` (one it does not take
+    keeps its field's default)."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        gathered_as = {"RunFlags": object, "Screen": object}  # named only for type checkers
+        signature = inspect.signature(command, eval_str=True, locals=gathered_as).parameters
+        own = [param for name, param in signature.items() if name not in ("flags", "screen")]
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                              default=default)
+            for name, (kind, default) in (RUN_OPTIONS | SCREEN_OPTIONS).items()
+            if name not in omit and name not in signature
+        ]  # fmt: skip
+
+        def gathered(**given: Any) -> None:
+            from wizard.launch import Screen
+            from wizard.runner.plan import RunFlags
+
+            taken = {param.name: given.pop(param.name) for param in shared}
+            screen = Screen(**{name: taken[name] for name in SCREEN_OPTIONS if name in taken})
+            flags = RunFlags(**{name: taken[name] for name in RUN_OPTIONS if name in taken})
+            command(**given, flags=flags, screen=screen)
+
+        gathered.__name__, gathered.__doc__ = command.__name__, command.__doc__
+        gathered.__signature__ = inspect.Signature([*own, *shared])  # type: ignore[attr-defined]
+        gathered.__annotations__ = {param.name: param.annotation for param in [*own, *shared]}
+        return gathered
+
+    return decorate
 
 
 JournalProject = Annotated[Path, typer.Option("--project", help="The project whose runs to use.")]

@@ -270,14 +270,13 @@ async def test_a_run_the_lock_refuses_prunes_nothing(
     from wizard.journal.lock import ProjectLocked, project_lock
     from wizard.programs.registry import get_program
     from wizard.runner import RunFlags, plan_run, run_program
-    from wizard.runner.gateway import GatewayFlags
 
     monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
     project = _project(tmp_path)
     journal = Journal(project)
     old = _preview(journal, project, "old")
     journal.finish(journal.get("old"), "succeeded")  # type: ignore[arg-type]
-    flags = RunFlags(project=project, gateway=GatewayFlags(url="http://127.0.0.1:9"))
+    flags = RunFlags(project=project, gateway_url="http://127.0.0.1:9")
     environ = {"WIZARD_PREVIEW_KEEP": "0", "WIZARD_SANDBOX": "off"}
     plan = plan_run(get_program("transactional-email"), flags, environ)
     with project_lock(project, "other"), pytest.raises(ProjectLocked):

@@ -14,7 +14,6 @@ from wizard.journal import Journal
 from wizard.outcome import Outcome
 from wizard.programs import get_program
 from wizard.runner import RunFlags, plan_run, run_program
-from wizard.runner.gateway import GatewayFlags
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.testing.fake_session import FakeSession
 
@@ -26,7 +25,7 @@ TURNS = [
 
 
 async def _run(project: Path, recorder: EventRecorder) -> Outcome:
-    flags = RunFlags(project=project, gateway=GatewayFlags(url="http://127.0.0.1:9"))
+    flags = RunFlags(project=project, gateway_url="http://127.0.0.1:9")
     plan = plan_run(get_program("transactional-email"), flags, {})
     harness = PiHarness(session_factory=FakeSession(TURNS))
     return await run_program(plan, recorder, run_id="run-under-test", harness=harness)

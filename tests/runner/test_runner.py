@@ -12,19 +12,18 @@ from wizard.outcome import Outcome
 from wizard.programs import get_program
 from wizard.programs.types import ProgramConfig
 from wizard.runner import RunFlags, RunPlan, plan_run, run_program
-from wizard.runner.gateway import GatewayFlags
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.testing.fake_session import FakeSession
 from wizard.testing.script import call, reply, said
 
-GATEWAY = GatewayFlags(url="http://127.0.0.1:9")
+GATEWAY = "http://127.0.0.1:9"
 OFF = {"WIZARD_SANDBOX": "off"}
 
 
 def _plan(project: Path, program: str | ProgramConfig = "transactional-email",
           environ: dict[str, str] | None = None, **flags: Any) -> RunPlan:  # fmt: skip
     config = get_program(program) if isinstance(program, str) else program
-    return plan_run(config, RunFlags(project=project, gateway=GATEWAY, **flags),
+    return plan_run(config, RunFlags(project=project, gateway_url=GATEWAY, **flags),
                     OFF if environ is None else environ)  # fmt: skip
 
 
@@ -71,7 +70,7 @@ async def test_a_run_that_breaks_the_app_is_unverified_never_succeeded(tmp_path:
 
 
 async def test_no_verify_skips_the_checks_and_says_so(tmp_path: Path) -> None:
-    outcome = await _broken_run(tmp_path, verify="off")
+    outcome = await _broken_run(tmp_path, no_verify=True)
     assert outcome.status == "succeeded"
     assert outcome.verification is not None and outcome.verification.status == "skipped"
     assert any(warning.startswith("Not verified (--no-verify)") for warning in outcome.warnings)

@@ -104,15 +104,15 @@ def test_every_registered_harness_is_offered_and_checked_against_its_gateway(
     from wizard.cli_options import HarnessOpt
     from wizard.programs import get_program
     from wizard.runner import RunFlags, plan_run
-    from wizard.runner.gateway import GatewayFlags
     from wizard.runner.harness.registry import HARNESSES
 
     help_text = HarnessOpt.__metadata__[0].help
     assert all(name in help_text for name in HARNESSES)
     flags = RunFlags(
         project=tmp_path,
-        binding=ProgramBinding(harness="anthropic"),
-        gateway=GatewayFlags(url="http://127.0.0.1:9", api="openai-completions"),
+        harness="anthropic",
+        gateway_url="http://127.0.0.1:9",
+        gateway_api="openai-completions",
     )
     with pytest.raises(UsageError) as raised:
         plan_run(get_program("transactional-email"), flags, {"WIZARD_SANDBOX": "off"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -43,23 +43,48 @@ ENGINE_TIMEOUT_S = 150.0
 
 @dataclass(frozen=True)
 class RunFlags:
-    """What the command line asked for; None (or False) where it said nothing."""
+    """What the command line asked for, one field per run option (`wizard.cli_options`'
+    `RUN_OPTIONS` fills it by name); None (or False) where it said nothing."""
 
     project: Path = Path(".")
-    # `--harness`, `--sequence`, `--model`.
-    binding: ProgramBinding = field(default_factory=ProgramBinding)
-    gateway: GatewayFlags = field(default_factory=GatewayFlags)
-    # `--max-turns`, `--max-cost`, `--max-time`.
-    budget: BudgetFlags = field(default_factory=BudgetFlags)
+    harness: str | None = None
+    sequence: str | None = None
+    model: str | None = None
     skills_dir: Path | None = None
+    gateway_url: str | None = None
+    gateway_key: str | None = None
+    gateway_api: str | None = None
+    allow_insecure_gateway: bool = False
+    max_turns: int | None = None
+    max_cost: float | None = None
+    max_time: str | None = None
     max_parallel: int | None = None
     no_sandbox: bool = False
-    # `--no-verify` (off) or `--verify full`.
-    verify: Verify = "basic"
+    # `--no-verify` wins over `--verify full`.
+    no_verify: bool = False
+    verify: Literal["basic", "full"] = "basic"
     # `--preview` / `--no-preview`; None: `WIZARD_PREVIEW`.
     preview: bool | None = None
     # `wizard resume`: the interrupted orchestrator run to carry on.
     resume_from: str | None = None
+
+    @property
+    def binding(self) -> ProgramBinding:
+        return ProgramBinding(sequence=self.sequence, harness=self.harness, model=self.model)
+
+    @property
+    def gateway(self) -> GatewayFlags:
+        return GatewayFlags(
+            self.gateway_url, self.gateway_key, self.gateway_api, self.allow_insecure_gateway
+        )
+
+    @property
+    def budget(self) -> BudgetFlags:
+        return BudgetFlags(self.max_turns, self.max_cost, self.max_time)
+
+    @property
+    def verify_level(self) -> Verify:
+        return "off" if self.no_verify else self.verify
 
 
 @dataclass(frozen=True)
@@ -125,7 +150,7 @@ def plan_run(program: ProgramConfig, flags: RunFlags, environ: Mapping[str, str]
         engine_timeout=number_setting(environ, "WIZARD_ENGINE_TIMEOUT", ENGINE_TIMEOUT_S, float),
         sandbox=sandbox,
         preview=preview,
-        verify=flags.verify,
+        verify=flags.verify_level,
         resume_from=flags.resume_from,
         environ=environ,
     )

@@ -1,40 +1,55 @@
-"""Every harness wizard runs on, one entry each: its name, how to make it, the gateway APIs
-its engine speaks. The switchboard checks a name against it, the plan a gateway's API, a run
-makes its harness from it; a third engine is one entry here and its session class."""
+"""Every harness wizard runs on, one entry each: its name, its adapter, the gateway APIs its
+engine speaks, how its engine is installed. The switchboard checks a name against it, the
+plan a gateway's API, a run makes its harness from it, the CLI's help and `wizard engines
+install` read it, and the layer test keeps the adapters apart by it. A third engine is one
+entry here and its adapter package.
+
+Nothing is imported until a run makes a harness, so the command line can read the registry
+for its help text at no cost.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from wizard.engines.claude import load_sdk
-from wizard.runner.harness.anthropic.harness import AnthropicHarness
-from wizard.runner.harness.pi.harness import PiHarness
-from wizard.runner.harness.types import GatewayApi, Harness
+if TYPE_CHECKING:
+    from wizard.runner.harness.types import GatewayApi, Harness
 
 
 @dataclass(frozen=True)
 class HarnessEntry:
-    """One harness: how to make it, and what its engine speaks."""
+    """One harness: its adapter, what its engine speaks, how its engine is installed."""
 
     name: str
-    make: Callable[[], Harness]
+    # The adapter's package; its `harness` module holds `make`, which returns the harness
+    # (or raises a `UsageError` naming the fix when its engine cannot be used).
+    adapter: str
+    make_name: str
     apis: tuple[GatewayApi, ...]
     about: str
+    # `wizard engines install NAME` installs its engine; else it comes with a Python package
+    # (`make` names the install command when it is missing).
+    wizard_installs: bool
 
-
-def _anthropic() -> Harness:
-    load_sdk()  # missing: a usage error with the install command, before anything starts
-    return AnthropicHarness()
+    def make(self) -> Harness:
+        harness: Harness = getattr(importlib.import_module(f"{self.adapter}.harness"),
+                                   self.make_name)()  # fmt: skip
+        return harness
 
 
 HARNESSES: dict[str, HarnessEntry] = {
     entry.name: entry
     for entry in (
-        HarnessEntry("pi", PiHarness, ("anthropic-messages", "openai-completions"),
-                     "the pi coding agent, through wizard's pi host (the default)"),
-        HarnessEntry("anthropic", _anthropic, ("anthropic-messages",),
-                     "Claude Code, through the Claude Agent SDK (the legacy fallback)"),
+        HarnessEntry("pi", "wizard.runner.harness.pi", "PiHarness",
+                     ("anthropic-messages", "openai-completions"),
+                     "the pi coding agent, through wizard's pi host (the default)",
+                     wizard_installs=True),
+        HarnessEntry("anthropic", "wizard.runner.harness.anthropic", "usable_harness",
+                     ("anthropic-messages",),
+                     "Claude Code, through the Claude Agent SDK (the legacy fallback)",
+                     wizard_installs=False),
     )
 }  # fmt: skip
 
@@ -42,3 +57,9 @@ HARNESSES: dict[str, HarnessEntry] = {
 def make_harness(name: str) -> Harness:
     """The harness registered under `name` (the switchboard has checked it)."""
     return HARNESSES[name].make()
+
+
+def harness_names() -> str:
+    """The harnesses' names for a help text: "pi or anthropic"."""
+    names = list(HARNESSES)
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]

@@ -48,3 +48,10 @@ class AnthropicHarness(EngineHarness):
             raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:
             progress(f"the sandbox runtime is not available: {exc.message}")
+
+
+def usable_harness() -> AnthropicHarness:
+    """The harness, once the SDK imports: a `UsageError` with the install command if it does
+    not, before anything starts."""
+    load_sdk()
+    return AnthropicHarness()
