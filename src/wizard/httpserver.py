@@ -45,6 +45,7 @@ class HttpConnection:
         self.writer = writer
         self._h11 = h11.Connection(h11.SERVER)
         self.bytes_sent = 0  # of the current response
+        self._head_only = False  # the current request is HEAD: its answer has no body
 
     async def request(self) -> Request | None:
         """The next request; None once the client has closed or the connection cannot go on."""
@@ -63,6 +64,7 @@ class HttpConnection:
             elif isinstance(event, h11.EndOfMessage):
                 assert head is not None
                 headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers]
+                self._head_only = head.method == b"HEAD"
                 return Request(head.method.decode(), head.target.decode(), headers, bytes(body))
             elif isinstance(event, h11.ConnectionClosed):
                 return None
@@ -95,7 +97,8 @@ class HttpConnection:
         head = h11.Response(status_code=status, headers=fields, reason=reason)
         await self._write(self._h11.send(head))
         if body is not None:
-            await self.send(body)
+            if not self._head_only:
+                await self.send(body)
             await self.end()
 
     async def send(self, data: bytes) -> None:

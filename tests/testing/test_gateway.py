@@ -217,6 +217,23 @@ async def test_exhausted_script_is_500_and_recorded_unexpected() -> None:
             gw.assert_complete()
 
 
+async def test_a_head_request_is_answered_without_a_body_and_the_connection_goes_on() -> None:
+    """The Claude CLI checks its base URL with HEAD before its first request: the answer has
+    the GET's headers and no body, and the same connection answers the next request."""
+    async with ScriptedGateway({"responses": []}) as gw:
+        host, port = gw.url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        answers = b""
+        while answers.count(b"HTTP/1.1 404") < 2 and (data := await reader.read(4096)):
+            answers += data
+        writer.close()
+        head, get = answers.split(b"HTTP/1.1 404")[1:]
+        assert head.endswith(b"\r\n\r\n"), "HEAD's answer carried a body"
+        assert get.endswith(b'{"error": "no route GET /"}')
+
+
 async def test_assert_complete_fails_on_unserved_responses() -> None:
     async with ScriptedGateway(
         {"responses": [{"blocks": [{"text": "a"}]}, {"blocks": [{"text": "b"}]}]}

@@ -15,7 +15,7 @@ import socket
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -56,6 +56,8 @@ class RequestRecord:
     completed: bool = False
     unexpected: bool = False
     body: dict[str, Any] | None = None
+    # When (monotonic, which is one clock for every process here) the request arrived.
+    received_at: float = field(default_factory=time.monotonic)
     # With a `watch` text: when (monotonic) the frame holding it was sent, when the stream
     # ended, and how many content characters were sent after it.
     watch_at: float | None = None

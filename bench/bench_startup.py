@@ -1,0 +1,250 @@
+"""Benchmark: both ends of a run. How long before the agent's first model request, how long
+after its last reply byte before the process exits, and what the sandbox adds to a command.
+
+Run: .venv/bin/python bench/bench_startup.py [--runs 3] [--sizes 0,20000,100000]
+     [--harnesses pi,anthropic] [--json bench/results/startup.json]
+
+Side by side in one run, for each project size and harness (runs interleaved, medians):
+
+- floor: the engine alone, from its process start to its first model request (pi: `pi --mode
+  rpc` given a prompt at once; anthropic: the Claude CLI the SDK bundles, `-p`), against the
+  same scripted gateway; this is what no wizard can beat;
+- start: `wizard run transactional-email --ci` from its process start to the first model
+  request, and its phases from the run's own events (Python and the plan up to `run_started`;
+  `run_started` up to the work's spinner: lock, sandbox policy, engine check, first
+  snapshot; the spinner up to the engine's first request: skill install, engine start);
+- exit: the scripted reply is `[ABORT] bench stop`; from the gateway's last byte of it to the
+  wizard process's exit;
+- tool: five `bash ls` calls, then the abort; the gateway's time from the end of a reply that
+  asks for the call to the request that brings its result, sandboxed and `--no-sandbox`.
+
+A project of N files is a git repository: a `node_modules` of 90% of them (packages of 100
+files) and app files for the rest; size 0 is one file. The gateway runs in its own process and
+records when (CLOCK_MONOTONIC, one clock for every process here) each request arrived and
+each reply ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from wizard.engines.bundle import ensure_bundle
+from wizard.runner.harness.pi.session import PROVIDER, models_json
+from wizard.testing.script import call, reply, said
+
+WIZARD = [sys.executable, "-m", "wizard"]
+ABORT = said("[ABORT] bench stop")
+TOOL_CALLS = 5
+MODEL = "claude-sonnet-4-6"
+TOOL_NAME = {"pi": "bash", "anthropic": "mcp__wizard__bash"}
+
+
+def make_project(root: Path, files: int) -> Path:
+    """A git repository of `files` files (90% under node_modules); one file when 0."""
+    project = root / f"project-{files}"
+    project.mkdir()
+    (project / "app.py").write_text("print('hello')\n")
+    for number in range(files - 1):
+        if number < files * 0.9:
+            folder = project / "node_modules" / f"pkg{number // 100}"
+        else:
+            folder = project / "src" / f"mod{number // 100}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{number}.js").write_text(f"module.exports = {number};\n")
+    if files:
+        git = ["git", "-C", str(project), "-c", "user.name=b", "-c", "user.email=b@b"]
+        subprocess.run([*git, "init", "-q"], check=True)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "bench"], check=True)
+    return project
+
+
+@contextmanager
+def gateway(folder: Path, responses: list[dict[str, Any]]) -> Iterator[tuple[str, Path]]:
+    """The scripted gateway in a process of its own: its URL and its request log."""
+    scenario, log = folder / "scenario.json", folder / "requests.jsonl"
+    scenario.write_text(json.dumps({"responses": responses}))
+    log.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "wizard.testing.gateway", "--scenario", str(scenario),
+               "--log", str(log)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    ready = process.stdout.readline().split()
+    assert ready and ready[0] == "READY", ready
+    try:
+        yield ready[1], log
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def requests(log: Path) -> list[dict[str, Any]]:
+    """The gateway's records so far (one line each, written when its reply has ended)."""
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def floor(harness: str, project: Path, folder: Path) -> float:
+    """The engine alone: process start → its first model request, in seconds."""
+    with gateway(folder, [said("done")] * 4) as (url, log):
+        started = time.monotonic()
+        if harness == "pi":
+            engine = ensure_bundle()
+            agent = folder / "pi-agent"
+            agent.mkdir(exist_ok=True)
+            (agent / "models.json").write_text(json.dumps(
+                models_json("anthropic-messages", MODEL, url, "k")))  # fmt: skip
+            process = subprocess.Popen(
+                [str(engine.node), str(engine.cli), "--mode", "rpc", "--no-session",
+                 "--offline", "--no-extensions", "--no-skills", "--no-context-files",
+                 "--provider", PROVIDER, "--model", MODEL],
+                cwd=project, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"},
+            )  # fmt: skip
+            assert process.stdin is not None
+            process.stdin.write(b'{"type":"prompt","id":"p","message":"go"}\n')
+            process.stdin.flush()
+        else:
+            process = subprocess.Popen(
+                [str(_claude_cli()), "-p", "go", "--output-format", "stream-json", "--verbose",
+                 "--model", MODEL],
+                cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={**os.environ, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "k",
+                     "CLAUDE_CONFIG_DIR": str(folder / "claude-config")},
+            )  # fmt: skip
+        try:
+            while not requests(log) and process.poll() is None:
+                time.sleep(0.005)
+            first = requests(log)[0]["received_at"]
+        finally:
+            process.kill()
+            process.wait()
+    return first - started
+
+
+def _claude_cli() -> Path:
+    files = metadata.distribution("claude-agent-sdk").files or []
+    entry = next(f for f in files if f.name == "claude" and "_bundled" in f.parts)
+    return Path(str(entry.locate()))
+
+
+Records = list[dict[str, Any]]
+
+
+def wizard_run(harness: str, project: Path, folder: Path, responses: Records,
+               *extra: str) -> tuple[dict[str, Any], Records, float, int]:  # fmt: skip
+    """One `wizard run`: its events (each `ts` as seconds since its start), the gateway's
+    records (times since its start too), its exit time since its start, and its exit code."""
+    with gateway(folder, responses) as (url, log):
+        environ = {**os.environ, "WIZARD_GATEWAY_URL": url, "WIZARD_TELEMETRY": "0",
+                   "WIZARD_LOG_DIR": str(folder / "logs")}  # fmt: skip
+        wall, started = time.time(), time.monotonic()
+        done = subprocess.run(
+            [*WIZARD, "run", "transactional-email", "--project", str(project), "--ci",
+             "--harness", harness, "--model", MODEL, *extra],
+            env=environ, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        exited = time.monotonic() - started
+        records = requests(log)
+    events: dict[str, Any] = {}
+    for line in done.stdout.splitlines():
+        event = json.loads(line)
+        seconds = datetime.fromisoformat(event["ts"]).timestamp() - wall
+        key = event["event"] if event["event"] != "log" else f"log: {event['message']}"
+        events.setdefault(key, seconds)
+    for record in records:
+        record["received_at"] -= started
+        record["ended_at"] -= started
+    return events, records, exited, done.returncode
+
+
+def start_and_exit(harness: str, project: Path, folder: Path) -> dict[str, float]:
+    events, records, exited, code = wizard_run(harness, project, folder, [ABORT])
+    assert code == 3 and len(records) == 1, (code, records)
+    first = records[0]["received_at"]
+    return {
+        "start_to_first_request": first,
+        "start_to_run_started": events["run_started"],
+        "run_started_to_work": events["spinner_started"] - events["run_started"],
+        "work_to_first_request": first - events["spinner_started"],
+        "last_byte_to_exit": exited - records[0]["ended_at"],
+    }
+
+
+def tool_round_trip(harness: str, project: Path, folder: Path, sandboxed: bool) -> float:
+    """The median time from a reply asking for `bash ls` to the request with its result."""
+    calls = [reply(call(TOOL_NAME[harness], command="ls")) for _ in range(TOOL_CALLS)]
+    extra = () if sandboxed else ("--no-sandbox",)
+    _, records, _, code = wizard_run(harness, project, folder, [*calls, ABORT], *extra)
+    assert code == 3 and len(records) == TOOL_CALLS + 1, (code, len(records))
+    return statistics.median(
+        records[i + 1]["received_at"] - records[i]["ended_at"] for i in range(TOOL_CALLS)
+    )
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values) * 1000, 1)
+
+
+def bench(runs: int, sizes: list[int], harnesses: list[str]) -> dict[str, Any]:
+    results: dict[str, Any] = {"runs": runs, "cores": os.cpu_count(), "sizes": {}}
+    with tempfile.TemporaryDirectory(prefix="wizard-bench-startup-", dir="/var/tmp") as tmp:
+        root = Path(tmp)
+        for size in sizes:
+            project = make_project(root, size)
+            by_harness: dict[str, Any] = {}
+            for harness in harnesses:
+                folder = root / f"{harness}-{size}"
+                folder.mkdir()
+                floors, starts, plain, boxed = [], [], [], []
+                for _ in range(runs):  # interleaved, so a noisy moment hits every column
+                    floors.append(floor(harness, project, folder))
+                    starts.append(start_and_exit(harness, project, folder))
+                    plain.append(tool_round_trip(harness, project, folder, sandboxed=False))
+                    boxed.append(tool_round_trip(harness, project, folder, sandboxed=True))
+                figures = {key: median([run[key] for run in starts]) for key in starts[0]}
+                figures["engine_floor"] = median(floors)
+                figures["over_floor"] = round(
+                    figures["start_to_first_request"] - figures["engine_floor"], 1
+                )
+                figures["tool_plain"] = median(plain)
+                figures["tool_sandboxed"] = median(boxed)
+                figures["sandbox_adds"] = round(figures["tool_sandboxed"] - figures["tool_plain"],
+                                                1)  # fmt: skip
+                by_harness[harness] = figures
+                print(f"{size:>7} files  {harness:<9} " + "  ".join(
+                    f"{key} {value:g}" for key, value in figures.items()), flush=True)  # fmt: skip
+            results["sizes"][str(size)] = by_harness
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sizes", default="0,20000,100000")
+    parser.add_argument("--harnesses", default="pi,anthropic")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    results = bench(args.runs, [int(size) for size in args.sizes.split(",")],
+                    args.harnesses.split(","))  # fmt: skip
+    print("(milliseconds, medians)")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
