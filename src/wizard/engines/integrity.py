@@ -25,6 +25,7 @@ import stat
 from pathlib import Path
 
 from wizard.atomic import write_atomically
+from wizard.walk import walk
 
 _Entry = list[int]  # mode, size, mtime_ns, ctime_ns, inode
 
@@ -35,13 +36,7 @@ def _fingerprint(info: os.stat_result) -> _Entry:
 
 def tree_fingerprints(root: Path) -> dict[str, _Entry]:
     """Every file, link and folder beneath `root`, fingerprinted (links not followed)."""
-    found: dict[str, _Entry] = {}
-    for folder, folders, files in os.walk(root):
-        for name in (*folders, *files):
-            path = os.path.join(folder, name)
-            with contextlib.suppress(OSError):
-                found[os.path.relpath(path, root)] = _fingerprint(os.lstat(path))
-    return found
+    return {path: _fingerprint(info) for path, _, info in walk(root, lambda name: True)}
 
 
 def make_read_only(root: Path) -> None:
@@ -85,6 +80,8 @@ def tree_changes(root: Path, record: Path) -> list[str] | None:
     except (OSError, ValueError):
         return None
     now = tree_fingerprints(root)
+    if now == recorded:
+        return []
     return sorted(p for p in {*recorded, *now} if recorded.get(p) != now.get(p))
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from wizard.atomic import write_atomically
-from wizard.journal.walk import walk
+from wizard.walk import walk
 
 # What a file in a dependency folder became during a run.
 ADDED, CHANGED, REMOVED = "added", "changed", "removed"

@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 from wizard.atomic import symlink_atomically, write_atomically
 from wizard.errors import ConfigError
 from wizard.journal.dependencies import fingerprint_folder, save_listing
-from wizard.journal.walk import walk
+from wizard.walk import walk
 
 HEAVY_FOLDERS = frozenset(
     {

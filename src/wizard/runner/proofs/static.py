@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wizard.journal.store import HEAVY_FOLDERS
-from wizard.journal.walk import walk
 from wizard.layout import SKILL_FILES
 from wizard.names import shown
 from wizard.programs.types import CallSiteProof, ConfigProof, InitOptionProof
 from wizard.runner.proofs.finding import Finding, failed, proven
 from wizard.tools.paths import ProjectRoot, Refusal
+from wizard.walk import walk
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser

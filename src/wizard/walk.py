@@ -1,4 +1,5 @@
-"""One walk of a project's tree for the journal: every entry, never through a link."""
+"""One walk of a tree (a project's for the journal, an engine's for its record): every entry,
+never through a link."""
 
 from __future__ import annotations
 
