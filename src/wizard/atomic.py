@@ -62,6 +62,69 @@ def write_in(folder: int, name: str, data: bytes, mode: int) -> None:
         os.fsync(folder)
 
 
+class DurableBatch:
+    """Many new files, each whole, made durable together: what `add` gets goes to a temp file
+    beside its target at once; leaving the block syncs the file system once (Linux's
+    `syncfs`; elsewhere each file), renames every file into place and syncs again. A kill
+    at any moment leaves each target absent or whole, never short. An error in the block
+    removes the temp files instead."""
+
+    def __init__(self, anchor: Path) -> None:
+        self.anchor = anchor  # a folder on the file system the files are written to
+        self._staged: list[tuple[Path, Path]] = []
+        self._targets: set[Path] = set()
+
+    def __enter__(self) -> DurableBatch:
+        return self
+
+    def holds(self, path: Path) -> bool:
+        """Whether `path` is one of the batch's files already."""
+        return path in self._targets
+
+    def add(self, path: Path, data: bytes, mode: int) -> None:
+        temp = _temp_beside(path)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(temp, flags, mode), "wb") as handle:
+            self._staged.append((temp, path))
+            self._targets.add(path)
+            handle.write(data)
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        staged, self._staged, self._targets = self._staged, [], set()
+        if kind is not None:
+            for temp, _ in staged:
+                with contextlib.suppress(OSError):
+                    temp.unlink()
+            return
+        if not staged:
+            return
+        if not _sync_file_system(self.anchor):
+            for temp, _ in staged:
+                with open(temp, "rb") as handle:
+                    os.fsync(handle.fileno())
+        for temp, path in staged:
+            os.rename(temp, path)
+        if not _sync_file_system(self.anchor):
+            for folder in {path.parent for _, path in staged}:
+                _sync_folder(folder)
+
+
+def _sync_file_system(anchor: Path) -> bool:
+    """Flush everything written to `anchor`'s file system (Linux's `syncfs`); False where
+    that call is missing or fails, and the caller syncs file by file."""
+    import ctypes
+
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return False
+    descriptor = os.open(anchor, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return bool(syncfs(descriptor) == 0)
+    finally:
+        os.close(descriptor)
+
+
 def symlink_atomically(path: Path, target: str) -> None:
     """Make `path` a symlink to `target`, replacing whatever is there."""
     temp = _temp_beside(path)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from wizard.atomic import symlink_atomically, write_atomically
+from wizard.atomic import DurableBatch, symlink_atomically, write_atomically
 from wizard.errors import ConfigError
 from wizard.journal.dependencies import fingerprint_folder, save_listing
 from wizard.walk import walk
@@ -168,19 +168,27 @@ class GitStore:
         large: dict[str, str] = {}
         heavy: dict[str, str] = {}
         repos: dict[str, str] = {}
-        for entry in self._entries(root, heavy, repos, frozenset(mounts)):
-            info = entry.info
-            if entry.mode != "120000" and info.st_size > limit:
-                large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
-                continue
-            key: list[int | str] = [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
-            cached = cache.get(entry.path)
-            blob = str(cached[-1]) if cached and cached[:-1] == key else self._store(root, entry)
-            fresh[entry.path] = [*key, blob]
-            lines.append(f"{entry.mode} {blob}\t{entry.path}")
-            bits = stat.S_IMODE(info.st_mode)
-            if entry.mode != "120000" and bits != (0o755 if bits & 0o100 else 0o644):
-                modes[entry.path] = bits
+        # New blobs are made durable together, before the tree that names them is written.
+        with DurableBatch(self.git_dir) as blobs:
+            for entry in self._entries(root, heavy, repos, frozenset(mounts)):
+                info = entry.info
+                if entry.mode != "120000" and info.st_size > limit:
+                    large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
+                    continue
+                key: list[int | str] = [
+                    info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino
+                ]  # fmt: skip
+                cached = cache.get(entry.path)
+                blob = (
+                    str(cached[-1])
+                    if cached and cached[:-1] == key
+                    else self._store(root, entry, blobs)
+                )
+                fresh[entry.path] = [*key, blob]
+                lines.append(f"{entry.mode} {blob}\t{entry.path}")
+                bits = stat.S_IMODE(info.st_mode)
+                if entry.mode != "120000" and bits != (0o755 if bits & 0o100 else 0o644):
+                    modes[entry.path] = bits
         (self.state / "index").unlink(missing_ok=True)
         listing = "\0".join(lines).encode(errors="surrogateescape") + b"\0"
         self._git("update-index", "-z", "--index-info", stdin=listing if lines else b"")
@@ -216,8 +224,9 @@ class GitStore:
     def _fingerprint(self, folder: Path, repos: dict[str, str], path: str) -> str:
         return save_listing(self.state, fingerprint_folder(folder, repos, path))
 
-    def _store(self, root: Path, entry: _Entry) -> str:
-        """Write the entry's blob into the store's objects (if new); its id."""
+    def _store(self, root: Path, entry: _Entry, blobs: DurableBatch) -> str:
+        """Write the entry's blob into the store's objects (if new) as part of `blobs`; its
+        id."""
         absolute = root / entry.path
         if entry.mode == "120000":
             content = os.fsencode(os.readlink(absolute))
@@ -228,9 +237,9 @@ class GitStore:
         data = b"blob %d\0" % len(content) + content
         blob = hashlib.sha1(data, usedforsecurity=False).hexdigest()
         target = self.git_dir / "objects" / blob[:2] / blob[2:]
-        if not target.exists():
+        if not target.exists() and not blobs.holds(target):
             target.parent.mkdir(exist_ok=True)
-            write_atomically(target, zlib.compress(data, 1), 0o444)
+            blobs.add(target, zlib.compress(data, 1), 0o444)
         return blob
 
     def _load_cache(self, name: str) -> Mapping[str, list[int | str]]:

@@ -10,6 +10,7 @@ failed `Outcome`, so the CLI always has one to report.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from contextlib import ExitStack
@@ -71,21 +72,35 @@ class Run:
         self.sink(_resolved(plan))
         harness = self.harness or make_harness(plan.binding.harness)
         project = plan.project.resolve()
-        with ExitStack() as stages:
-            # One run per project: a second one is refused here, before anything is touched.
-            stages.enter_context(project_lock(project, self.run_id, note=self.note))
-            prune_expired_previews(plan.environ, self.note, project)
-            workspace = self._workspace(project)
-            sandbox = self._sandbox(workspace)
-            stages.callback(sandbox.close)
-            self.sink(
-                RunStarted(plan.program.id, str(project), plan.binding.harness,
-                           plan.binding.sequence, plan.binding.model, plan.gateway.url,
-                           sandbox.policy is not None, preview=workspace.preview)
-            )  # fmt: skip
-            context = self._context(workspace, sandbox)
-            failed = await self._engine(harness, context)
-            outcome = failed or await self._work(harness, context, workspace)
+        preparing: asyncio.Task[EngineError | None] | None = None
+        try:
+            with ExitStack() as stages:
+                # One run per project: a second one is refused here, before anything is touched.
+                stages.enter_context(project_lock(project, self.run_id, note=self.note))
+                # The engine is checked, then started, while the run gets the rest ready.
+                preparing = asyncio.create_task(self._engine(harness))
+                await asyncio.sleep(0)
+                prune_expired_previews(plan.environ, self.note, project)
+                workspace = self._workspace(project)
+                sandbox = self._sandbox(workspace)
+                stages.callback(sandbox.close)
+                self.sink(
+                    RunStarted(plan.program.id, str(project), plan.binding.harness,
+                               plan.binding.sequence, plan.binding.model, plan.gateway.url,
+                               sandbox.policy is not None, preview=workspace.preview)
+                )  # fmt: skip
+                context = self._context(workspace, sandbox)
+                failed = await preparing
+                if failed is None:
+                    outcome = await self._work(harness, context, workspace)
+                else:
+                    outcome = self._not_ready(context, failed)
+        finally:
+            if preparing is not None and not preparing.done():
+                preparing.cancel()
+                with contextlib.suppress(asyncio.CancelledError, EngineError):
+                    await preparing
+            await harness.close()
         return self._finished(outcome, sandbox)
 
     def _workspace(self, project: Path) -> Workspace:
@@ -129,21 +144,25 @@ class Run:
             resume_from=plan.resume_from,
         )
 
-    async def _engine(self, harness: Harness, context: RunContext) -> Outcome | None:
-        """The engine, ready (installed on first use, its files checked); the failed outcome
-        if it is not."""
-        engine = self.plan.binding.harness
-        preparing = _Preparing(self.sink, engine)
+    async def _engine(self, harness: Harness) -> EngineError | None:
+        """The engine, ready (installed on first use, its files checked, started where its
+        harness starts it early); what stopped it if it is not."""
+        preparing = _Preparing(self.sink, self.plan.binding.harness)
         try:
             await harness.prepare(preparing)
         except EngineError as exc:
             preparing.done(ready=False)
-            if self.journal is not None:
-                self.journal.abandon()
-            outro = Outro("error", f"The {engine} engine is not available", str(exc))
-            return context.outcome("failed", outro, reason=exc.message)
+            return exc
         preparing.done(ready=True)
         return None
+
+    def _not_ready(self, context: RunContext, failed: EngineError) -> Outcome:
+        """The failed outcome of a run whose engine could not be made ready."""
+        if self.journal is not None:
+            self.journal.abandon()
+        engine = self.plan.binding.harness
+        outro = Outro("error", f"The {engine} engine is not available", str(failed))
+        return context.outcome("failed", outro, reason=failed.message)
 
     async def _work(self, harness: Harness, context: RunContext, workspace: Workspace) -> Outcome:
         """The sequence, journaled, then verified; a cancellation is recorded with what the

@@ -73,6 +73,9 @@ class EngineHarness:
     def __init__(self, session_factory: SessionFactory) -> None:
         self._session_factory = session_factory
 
+    async def close(self) -> None:
+        """Nothing kept: an engine that starts early says otherwise."""
+
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
         return await drive(inputs, self.name, self.detection, self._session_factory)

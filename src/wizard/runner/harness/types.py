@@ -183,6 +183,9 @@ class Harness(Protocol):
     async def prepare(self, progress: Callable[[str], None]) -> None:
         """Make sure the engine is ready (install it if the harness can); `EngineError` if not."""
 
+    async def close(self) -> None:
+        """Release what `prepare` kept for the run (an engine started early); the run's end."""
+
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
         ...

@@ -4,6 +4,10 @@ The conversation is the one driver's (`runner.harness.driver`); pi is a `PiSessi
 it, which runs pi's own `bash` in the OS sandbox and wizard's host tools (its file tools
 among them) over the bridge. pi looks for a skill's `[ABORT]` in every work turn, and the
 remark reply is read for the remark only: nothing in it ends or reclassifies a run.
+
+Once the engine is checked, `prepare` starts a pi host at once, which loads pi's SDK (most of
+the engine's start-up) while the run gets the rest ready; the run's first session takes it,
+and `close` ends it if none did.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from collections.abc import Callable
 
 from wizard.engines.bundle import verified_bundle
 from wizard.runner.harness.driver import DetectionPolicy, EngineHarness, SessionFactory
-from wizard.runner.harness.pi.session import PiSession
+from wizard.runner.harness.pi.session import HostProcess, PiSession, start_host
+from wizard.runner.harness.types import AgentSession, EngineLaunch
 
 PI_DETECTION = DetectionPolicy(skill_aborts="always", remark_markers=False)
 
@@ -24,10 +29,26 @@ class PiHarness(EngineHarness):
     name = "pi"
     detection = PI_DETECTION
 
-    def __init__(self, session_factory: SessionFactory = PiSession) -> None:
-        super().__init__(session_factory)
+    def __init__(self, session_factory: SessionFactory | None = None) -> None:
+        # Tests hand in scripted sessions; runs use `PiSession`, the first on the early host.
+        super().__init__(session_factory or self._pi_session)
+        self._early = session_factory is None
+        self._host: HostProcess | None = None
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
         """Make sure pi is installed (installing it on first use) and its files are the ones
-        installed; `EngineError` (`EngineChanged`) if not."""
-        await asyncio.to_thread(verified_bundle, progress)
+        installed, then start the first session's host; `EngineError` (`EngineChanged`) if
+        the engine is not as installed (and then nothing of it runs)."""
+        engine = await asyncio.to_thread(verified_bundle, progress)
+        if self._early:
+            self._host = await start_host(engine)
+
+    def _pi_session(self, launch: EngineLaunch) -> AgentSession:
+        host, self._host = self._host, None
+        return PiSession(launch, host=host)
+
+    async def close(self) -> None:
+        """End the early host if no session took it."""
+        if self._host is not None:
+            await self._host.discard()
+            self._host = None

@@ -1,6 +1,9 @@
 // wizard's pi host: one pi agent session, in process through pi's own SDK, for one
 // conversation. Run by the pinned Node against the pinned pi (`node host.mjs`, with
-// WIZARD_PI_LAUNCH naming the launch file that wizard wrote).
+// WIZARD_PI_ENTRY and WIZARD_SANDBOX_ENTRY naming pi's SDK and the sandbox runtime in the
+// engine wizard has checked). It starts loading both at once, then waits for its launch (the
+// conversation's settings) as the first line on stdin: wizard starts a host while it gets the
+// rest of the run ready, so the engine's own start-up overlaps wizard's.
 //
 // Why not `pi --mode rpc`: RPC writes the whole message so far, twice, with every streamed
 // delta, so a reply of n characters costs n²/k bytes on the pipe and kills pi on long replies.
@@ -16,13 +19,16 @@
 // with the policy wizard wrote), and one tool call at a time. pi's own file tools are not
 // used: wizard's `read` / `write` / `edit` are host tools, so the path wizard checks is the
 // path it opens (pi maps look-alike names before opening them).
-import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const PREVIEW_CHARS = 300;
-const launch = JSON.parse(readFileSync(process.env.WIZARD_PI_LAUNCH, "utf8"));
+// Loading starts now; nothing of either runs a session or a command before the launch.
+const piLoading = import(pathToFileURL(process.env.WIZARD_PI_ENTRY).href);
+const sandboxLoading = import(pathToFileURL(process.env.WIZARD_SANDBOX_ENTRY).href);
+piLoading.catch(() => {}); // awaited below; an early failure must not be unhandled first
+sandboxLoading.catch(() => {});
 let sandbox = null; // the sandbox runtime, once started (launch.sandbox)
 
 function die(message, code = 70) {
@@ -41,6 +47,38 @@ process.on("uncaughtException", (err) => die(err?.message ?? String(err)));
 process.on("unhandledRejection", (err) => die(err?.message ?? String(err)));
 // wizard went away: nobody is left to report to.
 process.stdout.on("error", () => process.exit(0));
+
+// --- input: the launch first, then commands ------------------------------------------------
+
+let pending = "";
+let onLine = null; // who takes the next lines: the launch's reader, then the command handler
+const early = []; // lines that came before anyone could take them
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  pending += chunk;
+  let end;
+  while ((end = pending.indexOf("\n")) >= 0) {
+    const line = pending.slice(0, end).trim();
+    pending = pending.slice(end + 1);
+    if (!line) continue;
+    if (onLine) onLine(line);
+    else early.push(line);
+  }
+});
+let stdinEnded = null; // set once the session exists; before that, an end means leave now
+process.stdin.on("end", () => (stdinEnded ? stdinEnded() : process.exit(0)));
+
+const launch = await new Promise((resolve) => {
+  onLine = (line) => {
+    onLine = null;
+    try {
+      resolve(JSON.parse(line));
+    } catch {
+      die("the launch is not JSON");
+    }
+  };
+});
+process.chdir(launch.cwd);
 
 // --- output, paced by the reader ------------------------------------------------------------
 
@@ -235,7 +273,7 @@ function sequential(definition) {
 // --- the OS sandbox: every command the agent runs, and all it starts ------------------------
 
 if (launch.sandbox) {
-  const runtime = await import(pathToFileURL(launch.sandbox.entry).href);
+  const runtime = await sandboxLoading;
   sandbox = runtime.SandboxManager;
   await sandbox.initialize(launch.sandbox.config);
 }
@@ -280,7 +318,7 @@ function sandboxedBash(pi) {
 // --- the session ----------------------------------------------------------------------------
 
 async function createSession() {
-  const pi = await import(pathToFileURL(launch.piEntry).href);
+  const pi = await piLoading;
   const { cwd, agentDir } = launch;
   const authStorage = pi.AuthStorage.inMemory();
   const modelRegistry = pi.ModelRegistry.create(authStorage, path.join(agentDir, "models.json"));
@@ -376,27 +414,18 @@ async function handle(command) {
   }
 }
 
-let pending = "";
-process.stdin.setEncoding("utf8");
-process.stdin.on("data", (chunk) => {
-  pending += chunk;
-  let end;
-  while ((end = pending.indexOf("\n")) >= 0) {
-    const line = pending.slice(0, end).trim();
-    pending = pending.slice(end + 1);
-    if (!line) continue;
-    let command;
-    try {
-      command = JSON.parse(line);
-    } catch {
-      void respond(null, false, { error: "a command that is not JSON" });
-      continue;
-    }
-    handle(command).catch((err) => respond(command.id, false, { error: err.message }));
+function command(line) {
+  let parsed;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    void respond(null, false, { error: "a command that is not JSON" });
+    return;
   }
-});
+  handle(parsed).catch((err) => respond(parsed.id, false, { error: err.message }));
+}
+onLine = command;
+early.splice(0).forEach(command);
 // stdin closed: wizard is done with this conversation.
-process.stdin.on("end", () => {
-  session.abort().finally(() => leave(0));
-});
+stdinEnded = () => session.abort().finally(() => leave(0));
 await send({ type: "ready" });

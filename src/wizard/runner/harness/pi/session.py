@@ -86,6 +86,58 @@ def models_json(api: GatewayApi, model: str, url: str, key: str) -> dict[str, An
     return {"providers": {PROVIDER: provider}}
 
 
+class HostProcess:
+    """A pi host started on the checked engine, loading pi's SDK and waiting for its launch:
+    its process and its private folders (pi's agent folder, its temp folder). Started by
+    `start_host`, early (`PiHarness.prepare`) or when a session starts; a `PiSession` adopts
+    it and removes its folders at close, and `discard` ends one no session took."""
+
+    def __init__(self, engine: NodeBundle, process: asyncio.subprocess.Process, agent_dir: Path,
+                 temp_dir: Path) -> None:  # fmt: skip
+        self.engine, self.process = engine, process
+        self.agent_dir, self.temp_dir = agent_dir, temp_dir
+
+    async def discard(self) -> None:
+        """End the host (it has run nothing: no launch reached it) and remove its folders."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            await self.process.wait()
+        for folder in (self.agent_dir, self.temp_dir):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+async def start_host(engine: NodeBundle) -> HostProcess:
+    """Start a pi host on `engine` (which the caller has checked): it loads pi's SDK and the
+    sandbox runtime at once, and runs nothing until a launch comes on its stdin."""
+    # The host's own temp folder (the sandbox runtime's sockets go there): removed at close
+    # even when pi was killed and could not clean up after itself.
+    temp_dir = _host_temp_dir()
+    agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
+    env = {
+        **child_env(),
+        "PI_CODING_AGENT_DIR": str(agent_dir),
+        "PI_OFFLINE": "1",
+        "WIZARD_PI_ENTRY": str(engine.sdk_entry),
+        "WIZARD_SANDBOX_ENTRY": str(engine.sandbox_entry),
+        "TMPDIR": str(temp_dir),
+    }
+    process = await asyncio.create_subprocess_exec(
+        str(engine.node),
+        str(HOST_SCRIPT),
+        cwd=temp_dir,  # the launch names the project, and the host moves there
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=_LINE_LIMIT,
+        # Its own session: a Ctrl-C at the terminal reaches only wizard, which then
+        # tears pi down in order (abort, then stop) instead of orphaning its children.
+        start_new_session=True,
+    )
+    return HostProcess(engine, process, agent_dir, temp_dir)
+
+
 class PiSession:
     """One running pi host process: one conversation."""
 
@@ -94,11 +146,14 @@ class PiSession:
         launch: EngineLaunch,
         engine: Callable[[], NodeBundle] = ensure_bundle,
         *,
+        host: HostProcess | None = None,
         startup_timeout: float = 60.0,
         stall_seconds: float = 300.0,
     ) -> None:
         self.launch = launch
         self._engine = engine
+        # A host started before this session (it is loading pi already); else one is started.
+        self._host = host
         self.startup_timeout = startup_timeout
         # How long the host waits for wizard to read its events before it gives up.
         self.stall_seconds = stall_seconds
@@ -122,58 +177,40 @@ class PiSession:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Spawn the pi host and wait until its session is ready; `EngineError` otherwise."""
-        engine = await asyncio.to_thread(self._engine)
+        """Take the host started for it (or start one), send it the launch, and wait until
+        its session is ready; `EngineError` otherwise."""
+        host = self._host or await start_host(await asyncio.to_thread(self._engine))
+        self._host = None
+        self._process = host.process
+        self._agent_dir, self._host_tmp = host.agent_dir, host.temp_dir
         await self._exits.enter_async_context(self.bridge)
-        # The host's own temp folder (the sandbox runtime's sockets go there): removed at close
-        # even when pi was killed and could not clean up after itself.
-        self._host_tmp = _host_temp_dir()
-        agent_dir = await self._prepare_agent_dir(engine)
-        env = {
-            **child_env(),
-            "PI_CODING_AGENT_DIR": str(agent_dir),
-            "PI_OFFLINE": "1",
-            "WIZARD_PI_LAUNCH": str(agent_dir / "launch.json"),
-            "TMPDIR": str(self._host_tmp),
-        }
         self._ready = asyncio.get_running_loop().create_future()
-        self._process = await asyncio.create_subprocess_exec(
-            str(engine.node),
-            str(HOST_SCRIPT),
-            cwd=self.launch.project_dir,
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=_LINE_LIMIT,
-            # Its own session: a Ctrl-C at the terminal reaches only wizard, which then
-            # tears pi down in order (abort, then stop) instead of orphaning its children.
-            start_new_session=True,
-        )
         self._tasks = [
             asyncio.create_task(self._read_stdout()),
             asyncio.create_task(self._read_stderr()),
         ]
         try:
+            assert self._process.stdin is not None
+            self._process.stdin.write(json.dumps(self._launch_spec(host)).encode() + b"\n")
+            await self._process.stdin.drain()
             await asyncio.wait_for(self._ready, self.startup_timeout)
-        except (TimeoutError, EngineError) as exc:
+        except (TimeoutError, EngineError, ConnectionError) as exc:
             await self.close()
             raise EngineError(
                 f"pi did not start: {exc}\n{self.stderr_tail()}".strip(),
                 "Run `wizard engines status`; reinstall with `wizard engines install pi`.",
             ) from exc
 
-    async def _prepare_agent_dir(self, engine: NodeBundle) -> Path:
-        """pi's private folder: the gateway (wizard's proxy) and the host's launch file."""
-        launch = self.launch
-        self._agent_dir = agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
+    def _launch_spec(self, host: HostProcess) -> dict[str, Any]:
+        """The conversation's settings, for the host; the gateway (wizard's proxy, with the
+        run's token) goes into pi's private folder, where pi reads it."""
+        launch, engine, agent_dir = self.launch, host.engine, host.agent_dir
         models = models_json(launch.api, launch.model, launch.proxy_url, launch.token)
         (agent_dir / "models.json").write_text(json.dumps(models))
         shell = ("bash",) if launch.shell else ()  # pi's own, in the OS sandbox
         limits = launch.sandbox.limits if launch.sandbox is not None else CommandLimits()
-        host = {
+        spec = {
             **self.bridge.spec(),
-            "piEntry": str(engine.sdk_entry),
             "cwd": str(launch.project_dir),
             "agentDir": str(agent_dir),
             "provider": PROVIDER,
@@ -191,13 +228,15 @@ class PiSession:
             # and in the closed system temp folder they would be hidden (no allowed host, not
             # even the package registries, could be reached).
             private = launch.sandbox.denying(agent_dir, self.bridge.socket_path.parent)
-            private = private.reading(engine.prefix, *filter(None, [self._host_tmp]))
-            host["sandbox"] = {**private.host_spec(), "entry": str(engine.sandbox_entry)}
-        (agent_dir / "launch.json").write_text(json.dumps(host))
-        return agent_dir
+            private = private.reading(engine.prefix, host.temp_dir)
+            spec["sandbox"] = private.host_spec()
+        return spec
 
     async def close(self) -> None:
         """Abort any run, stop pi, and leave no process behind."""
+        if self._host is not None:  # closed before it started: the host it was given goes
+            await self._host.discard()
+            self._host = None
         process = self._process
         if process is not None and process.returncode is None:
             stopped = is_stopped(self.pid)  # a stopped pi answers nothing and ignores SIGTERM
