@@ -78,18 +78,16 @@ def test_replay_vision_defaults_to_the_orchestrator_and_the_rest_to_linear() -> 
 def test_the_anthropic_harness_without_the_sdk_names_the_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import importlib
+    import importlib.util
 
     from wizard.runner import make_harness
 
-    real = importlib.import_module
+    real = importlib.util.find_spec
 
     def missing(name: str, *args: object) -> object:
-        if name == "claude_agent_sdk":
-            raise ImportError(name)
-        return real(name, *args)  # type: ignore[arg-type]
+        return None if name == "claude_agent_sdk" else real(name, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(importlib, "import_module", missing)
+    monkeypatch.setattr(importlib.util, "find_spec", missing)
     with pytest.raises(UsageError) as raised:
         make_harness("anthropic")
     assert "pip install 'wizard[anthropic]'" in (raised.value.hint or "")

@@ -4,6 +4,7 @@ checking the CLI it bundles is the one its wheel installed."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -22,10 +23,21 @@ def load_sdk() -> ModuleType:
     try:
         return importlib.import_module("claude_agent_sdk")
     except ImportError as exc:
-        raise UsageError(
-            f"The anthropic harness needs {SDK_PACKAGE} {SDK_VERSION}, which is not installed.",
-            f"Install it with `{INSTALL}` (in wizard's own environment), or use --harness pi.",
-        ) from exc
+        raise _missing() from exc
+
+
+def check_sdk_installed() -> None:
+    """Whether the SDK is there, without importing it (that takes a second, which a run
+    spends while it gets ready instead); a `UsageError` with the install command if not."""
+    if importlib.util.find_spec("claude_agent_sdk") is None:
+        raise _missing()
+
+
+def _missing() -> UsageError:
+    return UsageError(
+        f"The anthropic harness needs {SDK_PACKAGE} {SDK_VERSION}, which is not installed.",
+        f"Install it with `{INSTALL}` (in wizard's own environment), or use --harness pi.",
+    )
 
 
 def check_bundled_cli() -> None:

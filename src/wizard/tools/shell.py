@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import os
 import shlex
 import signal
 import stat
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,14 +53,20 @@ class SandboxRuntime(Protocol):
     def sandbox_entry(self) -> Path: ...
 
 
+WRAPPER_SCRIPT = Path(__file__).with_name("sandbox_wrap.mjs")
+
+
 @dataclass(frozen=True)
 class SandboxedShell:
     """How wizard runs a command in the OS sandbox itself (checks, probes, the anthropic
-    harness's `bash`): the runtime's command line, run by Node, with the policy's settings."""
+    harness's `bash`): the runtime's command line, run by Node, with the policy's settings;
+    or, once `wrapping` has started the runtime for the policy, the line it wraps a command
+    in, run directly."""
 
     policy: SandboxPolicy
     node: Path
     cli: Path
+    wrapper: SandboxWrapper | None = field(default=None, compare=False)
 
     @classmethod
     def build(cls, policy: SandboxPolicy, runtime: SandboxRuntime, private: Path) -> SandboxedShell:
@@ -68,29 +76,119 @@ class SandboxedShell:
         return cls(policy, runtime.node, runtime.sandbox_entry.with_name("cli.js"))
 
     def with_policy(self, policy: SandboxPolicy) -> SandboxedShell:
-        """This shell with another policy (whose settings file is written)."""
-        return replace(self, policy=policy)
+        """This shell with another policy (whose settings file is written), through the
+        runtime's command line until it is `wrapping` too."""
+        return replace(self, policy=policy, wrapper=None)
+
+    @contextlib.asynccontextmanager
+    async def wrapping(self, folder: Path) -> AsyncIterator[SandboxedShell]:
+        """This shell with the runtime started once on its policy, in `folder`, for as long
+        as the block lasts; each command then costs no Node and no runtime start-up."""
+        wrapper = await SandboxWrapper.start(self, folder)
+        try:
+            yield replace(self, wrapper=wrapper)
+        finally:
+            await wrapper.close()
+
+
+def _inner(command: str, policy: SandboxPolicy) -> str:
+    """`command` with the policy's variables (private caches, temp folder) set inside the
+    sandbox."""
+    exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in policy.command_env.items())
+    return f"export {exports}\n{command}" if exports else command
+
+
+def _runtime_env(policy: SandboxPolicy) -> dict[str, str]:
+    """The runtime puts its network bridge's sockets in its TMPDIR and mounts them into the
+    sandbox: in a folder the policy closes (the system temp folder) they would be hidden and
+    every allowed host unreachable; the run's temp folder is open to the command."""
+    runtime_tmp = policy.command_env.get("TMPDIR")
+    return {"TMPDIR": runtime_tmp} if runtime_tmp else {}
 
 
 def shell_command(command: str, sandbox: SandboxedShell | None) -> list[str]:
-    """The argv that runs `command`, in the sandbox when given."""
+    """The argv that runs `command`, in the sandbox when given, through the runtime's
+    command line."""
     if sandbox is None:
         return ["bash", "-c", command]
     policy, node, cli = sandbox.policy, sandbox.node, sandbox.cli
     settings = policy.settings_file
     assert settings is not None, "a sandboxed shell needs the policy's settings file"
-    # The policy's variables (private caches, temp folder) are the command's, inside the
-    # sandbox.
-    exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in policy.command_env.items())
-    inner = f"export {exports}\n{command}" if exports else command
-    # The runtime puts its network bridge's sockets in its TMPDIR and mounts them into the
-    # sandbox: in a folder the policy closes (the system temp folder) they would be hidden
-    # and every allowed host unreachable; the run's temp folder is open to the command.
-    runtime_tmp = policy.command_env.get("TMPDIR")
-    env = f"TMPDIR={shlex.quote(runtime_tmp)} " if runtime_tmp else ""
+    env = "".join(f"{name}={shlex.quote(value)} " for name, value in _runtime_env(policy).items())
     wrapped = f"{env}exec {shlex.quote(str(node))} {shlex.quote(str(cli))} --settings "
-    wrapped += f"{shlex.quote(str(settings))} -c {shlex.quote(inner)}"
+    wrapped += f"{shlex.quote(str(settings))} -c {shlex.quote(_inner(command, policy))}"
     return ["bash", "-c", policy.cap_prefix + wrapped]
+
+
+class SandboxWrapper:
+    """The sandbox runtime started once on a shell's policy (`sandbox_wrap.mjs`, in Node): it
+    turns a command into the line that runs it in the sandbox, and cleans up after it. Its
+    network proxies live as long as it does. One command at a time."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lock = asyncio.Lock()  # held from a command's wrapping to its clean-up
+        self._ids = itertools.count(1)
+
+    @classmethod
+    async def start(cls, shell: SandboxedShell, folder: Path) -> SandboxWrapper:
+        """The runtime, started on `shell`'s policy in `folder` (where its commands run, as
+        its command line would be); an `OSError` if it does not start."""
+        settings = shell.policy.settings_file
+        assert settings is not None, "a sandboxed shell needs the policy's settings file"
+        process = await asyncio.create_subprocess_exec(
+            str(shell.node), str(WRAPPER_SCRIPT), str(shell.cli.with_name("index.js")),
+            str(settings), cwd=folder, env=child_env(_runtime_env(shell.policy)),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        wrapper = cls(process)
+        try:
+            await wrapper._answer()
+        except BaseException:
+            await wrapper.close()
+            raise
+        return wrapper
+
+    async def wrapped(self, command: str, folder: Path) -> str:
+        """The line that runs `command` in the sandbox, from `folder`."""
+        asked = {"op": "wrap", "command": command, "cwd": str(folder)}
+        return str((await self._ask(asked))["wrapped"])
+
+    async def cleanup(self) -> None:
+        """After a wrapped command: what the runtime mounted for it goes."""
+        await self._ask({"op": "cleanup"})
+
+    async def _ask(self, request: dict[str, str]) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        number = next(self._ids)
+        self.process.stdin.write(json.dumps({**request, "id": number}).encode() + b"\n")
+        await self.process.stdin.drain()
+        answer = await self._answer()
+        if answer.get("id") != number or "error" in answer:
+            raise OSError(f"the sandbox runtime refused: {answer.get('error', answer)}")
+        return answer
+
+    async def _answer(self) -> dict[str, Any]:
+        assert self.process.stdout is not None and self.process.stderr is not None
+        line = await self.process.stdout.readline()
+        if not line:
+            said = (await self.process.stderr.read()).decode(errors="replace").strip()
+            raise OSError(f"the sandbox runtime stopped: {said or 'no reason given'}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def close(self) -> None:
+        """End the runtime (closing its stdin lets it stop its proxies first)."""
+        process = self.process
+        if process.stdin is not None:
+            process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
 
 
 def shell_tool(
@@ -143,10 +241,27 @@ async def run_command(
     """Run `command` in `folder` (in the OS sandbox when given), in a session of its own with
     a scrubbed environment; its exit code (None: it timed out) and the end of its output
     (at most `OUTPUT_BYTES`: a command that prints gigabytes costs wizard no memory)."""
+    wrapper = sandbox.wrapper if sandbox is not None else None
+    if sandbox is None or wrapper is None:
+        return await _run_argv(shell_command(command, sandbox), folder, timeout,
+                               child_env(environ))  # fmt: skip
+    async with wrapper.lock:
+        wrapped = await wrapper.wrapped(_inner(command, sandbox.policy), folder)
+        argv = ["bash", "-c", sandbox.policy.cap_prefix + wrapped]
+        env = {**child_env(environ), **_runtime_env(sandbox.policy)}
+        try:
+            return await _run_argv(argv, folder, timeout, env)
+        finally:
+            await wrapper.cleanup()
+
+
+async def _run_argv(
+    argv: list[str], folder: Path, timeout: float, env: Mapping[str, str]
+) -> tuple[int | None, str]:
     process = await asyncio.create_subprocess_exec(
-        *shell_command(command, sandbox),
+        *argv,
         cwd=folder,
-        env=child_env(environ),
+        env=dict(env),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,

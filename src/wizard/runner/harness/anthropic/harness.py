@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 
 from wizard.engines.bundle import verified_bundle
-from wizard.engines.claude import check_bundled_cli, load_sdk
+from wizard.engines.claude import check_bundled_cli, check_sdk_installed, load_sdk
 from wizard.errors import EngineChanged, EngineError
 from wizard.runner.harness.anthropic.session import ClaudeSession, ClientFactory
 from wizard.runner.harness.driver import DetectionPolicy, EngineHarness
@@ -40,7 +40,7 @@ class AnthropicHarness(EngineHarness):
         """The SDK must import. The engine bundle, which holds the sandbox runtime for wizard's
         `bash`, is installed if missing; without Node.js only a run with --no-sandbox can go
         on (a sandboxed one then stops, naming the fix)."""
-        load_sdk()
+        await asyncio.to_thread(load_sdk)  # while the run gets the rest ready
         await asyncio.to_thread(check_bundled_cli)
         try:
             await asyncio.to_thread(verified_bundle, progress)
@@ -51,7 +51,7 @@ class AnthropicHarness(EngineHarness):
 
 
 def usable_harness() -> AnthropicHarness:
-    """The harness, once the SDK imports: a `UsageError` with the install command if it does
+    """The harness, once the SDK is found: a `UsageError` with the install command if it is
     not, before anything starts."""
-    load_sdk()
+    check_sdk_installed()
     return AnthropicHarness()

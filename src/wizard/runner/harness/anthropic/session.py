@@ -65,6 +65,8 @@ class ClaudeSession:
         self._error: str | None = None
         self._text_blocks: set[int] = set()
         self._tool_names: dict[str, str] = {}
+        # What lives as long as the session: the sandbox runtime behind wizard's `bash`.
+        self._exits = contextlib.AsyncExitStack()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -72,7 +74,8 @@ class ClaudeSession:
         """Start the CLI behind wizard's proxy; `EngineError` if it does not."""
         sdk = self._sdk = load_sdk()
         self._workspace = Path(tempfile.mkdtemp(prefix="wizard-claude-"))
-        options = self._options(sdk, self._workspace)
+        shell = await self._shell(self._workspace)
+        options = self._options(sdk, self._workspace, shell)
         self._client = (self._client_factory or sdk.ClaudeSDKClient)(options)
         with self._sdk_errors():
             await self._client.connect()
@@ -93,6 +96,7 @@ class ClaudeSession:
                     await asyncio.wait_for(client.interrupt(), 5)
             with contextlib.suppress(Exception):
                 await client.disconnect()
+        await self._exits.aclose()
         if self._workspace is not None:
             shutil.rmtree(self._workspace, ignore_errors=True)
             self._workspace = None
@@ -212,7 +216,7 @@ class ClaudeSession:
 
     # --- what the CLI is given ------------------------------------------------------------
 
-    def _options(self, sdk: ModuleType, workspace: Path) -> Any:
+    def _options(self, sdk: ModuleType, workspace: Path, shell: list[HostTool]) -> Any:
         launch = self.launch
         config, temp = workspace / "config", workspace / "tmp"
         config.mkdir()
@@ -222,7 +226,7 @@ class ClaudeSession:
         settings = config / "wizard-settings.json"
         helper = {"apiKeyHelper": f"cat {shlex.quote(str(token))}"}
         write_atomically(settings, json.dumps(helper).encode(), 0o600)
-        gate = launch.gate.serving(*self._shell(workspace))
+        gate = launch.gate.serving(*shell)
         hooks = GateHooks(sdk, gate)
         return sdk.ClaudeAgentOptions(
             cwd=str(launch.project_dir),
@@ -241,8 +245,9 @@ class ClaudeSession:
             stderr=launch.log,
         )
 
-    def _shell(self, workspace: Path) -> list[HostTool]:
-        """wizard's `bash`, in the OS sandbox when the run has one (Claude's own is off)."""
+    async def _shell(self, workspace: Path) -> list[HostTool]:
+        """wizard's `bash`, in the OS sandbox when the run has one (Claude's own is off), the
+        runtime started once for the session."""
         launch = self.launch
         if not launch.shell:
             return []
@@ -254,9 +259,13 @@ class ClaudeSession:
                 "the sandbox runtime for wizard's bash is not installed: run `wizard engines "
                 "install pi` (it needs Node.js), or run with --no-sandbox"
             )
-        return [
-            shell_tool(launch.project_dir, SandboxedShell.build(launch.sandbox, engine, workspace))
-        ]
+        shell = SandboxedShell.build(launch.sandbox, engine, workspace)
+        try:
+            started = await self._exits.enter_async_context(shell.wrapping(launch.project_dir))
+        except OSError as exc:
+            said = f"the sandbox runtime for wizard's bash did not start: {exc}"
+            raise EngineError(said) from exc
+        return [shell_tool(launch.project_dir, started)]
 
 
 def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:

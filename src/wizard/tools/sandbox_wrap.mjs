@@ -1,0 +1,62 @@
+// wizard's sandbox wrapper: the sandbox runtime started once on one policy, for one run.
+//
+// `node sandbox_wrap.mjs RUNTIME_ENTRY SETTINGS_FILE` loads the settings file as the runtime's
+// own command line does (a missing, empty or invalid file is refused, never replaced by the
+// defaults), starts the runtime (its network proxies live as long as this process), writes
+// `{"ready": true}`, then answers JSON lines on stdin, one at a time:
+//
+//   {"id", "op": "wrap", "command", "cwd"}  ->  {"id", "wrapped"}   the command line that
+//                                     runs `command` in the sandbox from the folder `cwd`
+//   {"id", "op": "cleanup"}          ->  {"id"}             after each wrapped command ends
+//
+// wizard runs the wrapped line itself (its own process group, limits and timeout), exactly as
+// the runtime's command line would have, without starting Node and the runtime per command.
+// The runtime looks for dangerous names below its working folder, so it moves to the
+// command's folder before each wrap, where its command line would have been started.
+// Closing stdin ends it.
+import path from "node:path";
+import readline from "node:readline";
+import { pathToFileURL } from "node:url";
+
+const [entry, settings] = process.argv.slice(2);
+const fail = (message) => {
+  process.stderr.write(`wizard sandbox wrapper: ${message}\n`);
+  process.exit(1);
+};
+const { SandboxManager } = await import(pathToFileURL(entry).href);
+const { loadConfig } = await import(
+  pathToFileURL(path.join(path.dirname(entry), "utils", "config-loader.js")).href
+);
+const loaded = loadConfig(settings);
+if (loaded.kind !== "ok") fail(`the settings ${settings} cannot be used (${loaded.kind})`);
+await SandboxManager.initialize(loaded.config);
+
+const say = (message) => process.stdout.write(JSON.stringify(message) + "\n");
+const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+lines.on("close", () => {
+  Promise.race([SandboxManager.reset(), new Promise((resolve) => setTimeout(resolve, 2000))]).then(
+    () => process.exit(0),
+  );
+});
+say({ ready: true });
+for await (const line of lines) {
+  let request;
+  try {
+    request = JSON.parse(line);
+  } catch {
+    fail("a request that is not JSON");
+  }
+  try {
+    if (request.op === "wrap") {
+      process.chdir(request.cwd);
+      say({ id: request.id, wrapped: await SandboxManager.wrapWithSandbox(request.command) });
+    } else if (request.op === "cleanup") {
+      SandboxManager.cleanupAfterCommand();
+      say({ id: request.id });
+    } else {
+      say({ id: request.id, error: `unknown op ${request.op}` });
+    }
+  } catch (err) {
+    say({ id: request.id, error: err?.message ?? String(err) });
+  }
+}
