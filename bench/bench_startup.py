@@ -2,7 +2,7 @@
 after its last reply byte before the process exits, and what the sandbox adds to a command.
 
 Run: .venv/bin/python bench/bench_startup.py [--runs 3] [--sizes 0,20000,100000]
-     [--harnesses pi,anthropic] [--json bench/results/startup.json]
+     [--harnesses pi,anthropic] [--before SRC] [--json bench/results/startup.json]
 
 Side by side in one run, for each project size and harness (runs interleaved, medians):
 
@@ -17,6 +17,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
   wizard process's exit;
 - tool: five `bash ls` calls, then the abort; the gateway's time from the end of a reply that
   asks for the call to the request that brings its result, sandboxed and `--no-sandbox`.
+
+With `--before SRC` (another checkout's `src` folder, e.g. a `git worktree` of an older
+commit), every wizard figure is measured for that tree too, interleaved with this one.
 
 A project of N files is a git repository: a `node_modules` of 90% of them (packages of 100
 files) and app files for the rest; size 0 is one file. The gateway runs in its own process and
@@ -145,13 +148,15 @@ def _claude_cli() -> Path:
 Records = list[dict[str, Any]]
 
 
-def wizard_run(harness: str, project: Path, folder: Path, responses: Records,
-               *extra: str) -> tuple[dict[str, Any], Records, float, int]:  # fmt: skip
+def wizard_run(harness: str, project: Path, folder: Path, responses: Records, *extra: str,
+               src: Path | None = None) -> tuple[dict[str, Any], Records, float, int]:  # fmt: skip
     """One `wizard run`: its events (each `ts` as seconds since its start), the gateway's
     records (times since its start too), its exit time since its start, and its exit code."""
     with gateway(folder, responses) as (url, log):
         environ = {**os.environ, "WIZARD_GATEWAY_URL": url, "WIZARD_TELEMETRY": "0",
                    "WIZARD_LOG_DIR": str(folder / "logs")}  # fmt: skip
+        if src is not None:  # another tree of wizard's (`--before`), ahead of this one
+            environ["PYTHONPATH"] = str(src)
         wall, started = time.time(), time.monotonic()
         done = subprocess.run(
             [*WIZARD, "run", "transactional-email", "--project", str(project), "--ci",
@@ -172,8 +177,9 @@ def wizard_run(harness: str, project: Path, folder: Path, responses: Records,
     return events, records, exited, done.returncode
 
 
-def start_and_exit(harness: str, project: Path, folder: Path) -> dict[str, float]:
-    events, records, exited, code = wizard_run(harness, project, folder, [ABORT])
+def start_and_exit(harness: str, project: Path, folder: Path, src: Path | None
+                   ) -> dict[str, float]:  # fmt: skip
+    events, records, exited, code = wizard_run(harness, project, folder, [ABORT], src=src)
     assert code == 3 and len(records) == 1, (code, records)
     first = records[0]["received_at"]
     return {
@@ -185,22 +191,39 @@ def start_and_exit(harness: str, project: Path, folder: Path) -> dict[str, float
     }
 
 
-def tool_round_trip(harness: str, project: Path, folder: Path, sandboxed: bool) -> float:
+def tool_round_trip(harness: str, project: Path, folder: Path, sandboxed: bool,
+                    src: Path | None) -> float:  # fmt: skip
     """The median time from a reply asking for `bash ls` to the request with its result."""
     calls = [reply(call(TOOL_NAME[harness], command="ls")) for _ in range(TOOL_CALLS)]
     extra = () if sandboxed else ("--no-sandbox",)
-    _, records, _, code = wizard_run(harness, project, folder, [*calls, ABORT], *extra)
+    _, records, _, code = wizard_run(harness, project, folder, [*calls, ABORT], *extra, src=src)
     assert code == 3 and len(records) == TOOL_CALLS + 1, (code, len(records))
     return statistics.median(
         records[i + 1]["received_at"] - records[i]["ended_at"] for i in range(TOOL_CALLS)
     )
 
 
-def median(values: list[float]) -> float:
-    return round(statistics.median(values) * 1000, 1)
+def measure(harness: str, project: Path, folder: Path, src: Path | None) -> dict[str, float]:
+    """One build's start, exit and tool round trips (milliseconds)."""
+    figures = {key: value * 1000 for key, value in
+               start_and_exit(harness, project, folder, src).items()}  # fmt: skip
+    figures["tool_plain"] = tool_round_trip(harness, project, folder, False, src) * 1000
+    figures["tool_sandboxed"] = tool_round_trip(harness, project, folder, True, src) * 1000
+    return figures
 
 
-def bench(runs: int, sizes: list[int], harnesses: list[str]) -> dict[str, Any]:
+def summary(runs: list[dict[str, float]], engine_floor: float) -> dict[str, float]:
+    """Medians over the runs, with what they add to the floor and to a plain command."""
+    figures = {key: round(statistics.median(run[key] for run in runs), 1) for key in runs[0]}
+    figures["engine_floor"] = engine_floor
+    figures["over_floor"] = round(figures["start_to_first_request"] - engine_floor, 1)
+    figures["sandbox_adds"] = round(figures["tool_sandboxed"] - figures["tool_plain"], 1)
+    return figures
+
+
+def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
+          ) -> dict[str, Any]:  # fmt: skip
+    builds: dict[str, Path | None] = {"now": None, **({"before": before} if before else {})}
     results: dict[str, Any] = {"runs": runs, "cores": os.cpu_count(), "sizes": {}}
     with tempfile.TemporaryDirectory(prefix="wizard-bench-startup-", dir="/var/tmp") as tmp:
         root = Path(tmp)
@@ -210,24 +233,19 @@ def bench(runs: int, sizes: list[int], harnesses: list[str]) -> dict[str, Any]:
             for harness in harnesses:
                 folder = root / f"{harness}-{size}"
                 folder.mkdir()
-                floors, starts, plain, boxed = [], [], [], []
+                floors: list[float] = []
+                measured: dict[str, list[dict[str, float]]] = {build: [] for build in builds}
                 for _ in range(runs):  # interleaved, so a noisy moment hits every column
-                    floors.append(floor(harness, project, folder))
-                    starts.append(start_and_exit(harness, project, folder))
-                    plain.append(tool_round_trip(harness, project, folder, sandboxed=False))
-                    boxed.append(tool_round_trip(harness, project, folder, sandboxed=True))
-                figures = {key: median([run[key] for run in starts]) for key in starts[0]}
-                figures["engine_floor"] = median(floors)
-                figures["over_floor"] = round(
-                    figures["start_to_first_request"] - figures["engine_floor"], 1
-                )
-                figures["tool_plain"] = median(plain)
-                figures["tool_sandboxed"] = median(boxed)
-                figures["sandbox_adds"] = round(figures["tool_sandboxed"] - figures["tool_plain"],
-                                                1)  # fmt: skip
-                by_harness[harness] = figures
-                print(f"{size:>7} files  {harness:<9} " + "  ".join(
-                    f"{key} {value:g}" for key, value in figures.items()), flush=True)  # fmt: skip
+                    floors.append(floor(harness, project, folder) * 1000)
+                    for build, src in builds.items():
+                        measured[build].append(measure(harness, project, folder, src))
+                engine_floor = round(statistics.median(floors), 1)
+                by_harness[harness] = {
+                    build: summary(values, engine_floor) for build, values in measured.items()
+                }
+                for build, figures in by_harness[harness].items():
+                    shown = "  ".join(f"{key} {value:g}" for key, value in figures.items())
+                    print(f"{size:>7} files  {harness:<9} {build:<6} {shown}", flush=True)
             results["sizes"][str(size)] = by_harness
     return results
 
@@ -238,9 +256,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="0,20000,100000")
     parser.add_argument("--harnesses", default="pi,anthropic")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--before", type=Path,
+                        help="another checkout's src folder, measured side by side")  # fmt: skip
     args = parser.parse_args()
     results = bench(args.runs, [int(size) for size in args.sizes.split(",")],
-                    args.harnesses.split(","))  # fmt: skip
+                    args.harnesses.split(","), args.before)  # fmt: skip
     print("(milliseconds, medians)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -184,6 +186,41 @@ def test_the_journal_keeps_the_newest_runs_only(
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert not any("/r0/" in ref for ref in refs) and any("/r2/" in ref for ref in refs)
+
+
+def test_a_prune_drops_the_forgotten_blobs_and_keeps_the_stat_cache_of_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the journal's limit every run prunes: a run after it used to rehash and rewrite
+    every file of the project (the stat cache was dropped whole) and repack the store."""
+    monkeypatch.setenv("WIZARD_JOURNAL_KEEP", "1")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "kept.txt").write_text("the same in every run\n")
+    journal = Journal(project, tmp_path / "state")
+    store = journal.store
+
+    def blob(text: str) -> str:
+        data = text.encode()
+        return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+    def stored(blob_id: str) -> bool:
+        return subprocess.run(["git", "--git-dir", str(store.git_dir), "cat-file", "-e", blob_id],
+                              capture_output=True, check=False).returncode == 0  # fmt: skip
+
+    (project / "f.txt").write_text("version 0\n")
+    journal.finish(journal.begin("r0", "test"), "succeeded")
+    (project / "f.txt").write_text("version 1\n")
+    journal.finish(journal.begin("r1", "test"), "succeeded")  # prunes r0
+    assert not stored(blob("version 0\n")) and stored(blob("version 1\n"))
+    cache = json.loads((store.state / "stat-cache.json").read_text())
+    assert set(cache) == {"kept.txt", "f.txt"} and cache["f.txt"][-1] == blob("version 1\n")
+    rehashed: list[str] = []
+    real = store._store
+    monkeypatch.setattr(store, "_store", lambda root, entry, blobs: rehashed.append(entry.path)
+                        or real(root, entry, blobs))  # fmt: skip
+    journal.begin("r2", "test")
+    assert rehashed == [], "a snapshot after a prune rehashed files that had not changed"
 
 
 def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -257,13 +257,29 @@ class GitStore:
         self._git("update-ref", f"refs/wizard/{ref}", tree)
 
     def forget(self, refs: Iterable[str]) -> None:
-        """Drop refs and the objects only they kept."""
+        """Drop refs and the objects only they kept. Unreachable loose objects go now; packing
+        is left to git's own threshold (`gc --auto`), so a prune costs little run after run,
+        and the stat caches keep every entry whose blob is still stored (a snapshot after a
+        prune rehashes only what the collection took)."""
         for ref in refs:
             self._git("update-ref", "-d", f"refs/wizard/{ref}")
-        # The stat caches may name blobs the collection drops: the next snapshot rehashes.
+        self._git("prune", "--expire=now")
+        self._git("gc", "--auto", "--quiet", "--prune=now")
         for name in ("stat-cache.json", "preview-stat-cache.json"):
-            (self.state / name).unlink(missing_ok=True)
-        self._git("gc", "--quiet", "--prune=now")
+            self._keep_stored(name)
+
+    def _keep_stored(self, cache_name: str) -> None:
+        """Drop the entries of a stat cache whose blob the store no longer holds."""
+        cache = self._load_cache(cache_name)
+        if not cache:
+            return
+        blobs = sorted({str(entry[-1]) for entry in cache.values()})
+        answer = self._git("cat-file", "--batch-check=%(objectname)",
+                           stdin="\n".join(blobs).encode() + b"\n")  # fmt: skip
+        missing = {line.split()[0] for line in answer.decode().splitlines() if "missing" in line}
+        if missing:
+            kept = {path: entry for path, entry in cache.items() if entry[-1] not in missing}
+            self._save_cache(cache_name, kept)
 
     def changes(self, old: str, new: str) -> list[Change]:
         """Every file path that differs from tree `old` to tree `new`."""
