@@ -153,10 +153,11 @@ def wizard_run(harness: str, project: Path, folder: Path, responses: Records, *e
     """One `wizard run`: its events (each `ts` as seconds since its start), the gateway's
     records (times since its start too), its exit time since its start, and its exit code."""
     with gateway(folder, responses) as (url, log):
-        # The journal keeps every run here: past its limit each run would prune the store,
-        # which is measured by bench_journal.py, not here.
+        # The journal keeps every run here: past its limit each run would also prune the
+        # store, a cost of its own that would land on some runs and not others.
         environ = {**os.environ, "WIZARD_GATEWAY_URL": url, "WIZARD_TELEMETRY": "0",
-                   "WIZARD_LOG_DIR": str(folder / "logs"), "WIZARD_JOURNAL_KEEP": "1000"}  # fmt: skip
+                   "WIZARD_LOG_DIR": str(folder / "logs"),
+                   "WIZARD_JOURNAL_KEEP": "1000"}  # fmt: skip
         if src is not None:  # another tree of wizard's (`--before`), ahead of this one
             environ["PYTHONPATH"] = str(src)
         wall, started = time.time(), time.monotonic()
