@@ -10,6 +10,7 @@ The fence lets every one of these commands through (`python3 file.py`, `node fil
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -228,6 +229,66 @@ async def test_a_command_stopped_at_its_timeout_leaves_nothing_in_the_project(
     result = await bash.handler({"command": "sleep 30", "timeout": 1})
     assert result.is_error and "timed out" in result.text
     assert sorted(p.name for p in project.iterdir()) == ["app.py"]
+
+
+@pytest.mark.parametrize("started_once", [False, True], ids=["cli", "wrapper"])
+async def test_wizards_bash_on_the_runtime_started_once_holds_as_the_cli_does(
+    tmp_path: Path, started_once: bool
+) -> None:
+    """The same commands through the runtime's command line per command and through the
+    runtime started once (`SandboxedShell.wrapping`, the anthropic harness's bash): a write
+    in the project goes through, one outside, a `.git/hooks` one made since and a `.env`
+    read are refused, and a command stopped at its timeout leaves nothing behind."""
+    installed = engine.installed_bundle()
+    assert installed is not None
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (project / ".env").write_text(f"KEY={ENV_SECRET}\n")
+    (tmp_path / "run-tmp").mkdir()
+    (tmp_path / "private").mkdir()
+    shell = SandboxedShell.build(build_policy(project, tmp_path / "run-tmp"), installed,
+                                 tmp_path / "private")  # fmt: skip
+    async with contextlib.AsyncExitStack() as stack:
+        if started_once:
+            shell = await stack.enter_async_context(shell.wrapping(project))
+        bash = shell_tool(project, shell)
+        run = lambda command: bash.handler({"command": command, "timeout": 20})  # noqa: E731
+        assert not (await run("echo ok > made.txt && cat made.txt")).is_error
+        assert (await run(f"echo x > {outside}/pwned.txt")).is_error
+        assert ENV_SECRET not in (await run("cat .env")).text
+        assert not (await run("mkdir -p sub && git init -q sub && echo ok")).is_error
+        hook = await run("echo x > sub/.git/hooks/pre-commit")
+        assert hook.is_error, hook.text
+        stopped = await bash.handler({"command": "sleep 30", "timeout": 1})
+        assert stopped.is_error and "timed out" in stopped.text
+    assert not (outside / "pwned.txt").exists()
+    assert sorted(p.name for p in project.iterdir()) == [".env", "made.txt", "sub"]
+
+
+async def test_a_runtime_that_does_not_start_fails_each_command_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    """Nothing runs unsandboxed: each command raises the runtime's own words (the tool gate
+    hands them to the model as the tool's error)."""
+    installed = engine.installed_bundle()
+    assert installed is not None
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "run-tmp").mkdir()
+    (tmp_path / "private").mkdir()
+    shell = SandboxedShell.build(build_policy(project, tmp_path / "run-tmp"), installed,
+                                 tmp_path / "private")  # fmt: skip
+    assert shell.policy.settings_file is not None
+    shell.policy.settings_file.write_text("")  # the runtime refuses an empty settings file
+    async with shell.wrapping(project) as started:
+        bash = shell_tool(project, started)
+        for _ in range(2):
+            with pytest.raises(OSError, match=r"the sandbox runtime stopped: .* \(empty\)"):
+                await bash.handler({"command": "echo ran > ran.txt"})
+        assert started.wrapper is not None  # it ended on its own, refusing the settings
+        assert await asyncio.wait_for(started.wrapper.process.wait(), 5) == 1
+    assert not (project / "ran.txt").exists()
 
 
 async def test_a_command_reaches_an_allowed_host_and_no_other(tmp_path: Path, home: Path) -> None:

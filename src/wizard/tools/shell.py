@@ -129,11 +129,18 @@ class SandboxWrapper:
         self.process = process
         self.lock = asyncio.Lock()  # held from a command's wrapping to its clean-up
         self._ids = itertools.count(1)
+        # What the runtime says on stderr, read as it comes (a full pipe would stall it): the
+        # end of it names why it stopped.
+        self._said = bytearray()
+        self._reading = asyncio.ensure_future(self._read_stderr())
+        # The runtime starts while the engine does; the first command waits for it.
+        self._ready = asyncio.ensure_future(self._answer())
 
     @classmethod
     async def start(cls, shell: SandboxedShell, folder: Path) -> SandboxWrapper:
-        """The runtime, started on `shell`'s policy in `folder` (where its commands run, as
-        its command line would be); an `OSError` if it does not start."""
+        """The runtime, starting on `shell`'s policy in `folder` (where its commands run, as
+        its command line would be); an `OSError` if Node cannot be started, and every command
+        fails with one if the runtime does not start."""
         settings = shell.policy.settings_file
         assert settings is not None, "a sandboxed shell needs the policy's settings file"
         process = await asyncio.create_subprocess_exec(
@@ -142,13 +149,7 @@ class SandboxWrapper:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
-        wrapper = cls(process)
-        try:
-            await wrapper._answer()
-        except BaseException:
-            await wrapper.close()
-            raise
-        return wrapper
+        return cls(process)
 
     async def wrapped(self, command: str, folder: Path) -> str:
         """The line that runs `command` in the sandbox, from `folder`."""
@@ -160,6 +161,7 @@ class SandboxWrapper:
         await self._ask({"op": "cleanup"})
 
     async def _ask(self, request: dict[str, str]) -> dict[str, Any]:
+        await self._ready
         assert self.process.stdin is not None
         number = next(self._ids)
         self.process.stdin.write(json.dumps({**request, "id": number}).encode() + b"\n")
@@ -169,11 +171,17 @@ class SandboxWrapper:
             raise OSError(f"the sandbox runtime refused: {answer.get('error', answer)}")
         return answer
 
+    async def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        while chunk := await self.process.stderr.read(4096):
+            self._said = (self._said + chunk)[-4096:]
+
     async def _answer(self) -> dict[str, Any]:
-        assert self.process.stdout is not None and self.process.stderr is not None
+        assert self.process.stdout is not None
         line = await self.process.stdout.readline()
         if not line:
-            said = (await self.process.stderr.read()).decode(errors="replace").strip()
+            await asyncio.wait([self._reading], timeout=1)
+            said = self._said.decode(errors="replace").strip()
             raise OSError(f"the sandbox runtime stopped: {said or 'no reason given'}")
         answer: dict[str, Any] = json.loads(line)
         return answer
@@ -189,6 +197,10 @@ class SandboxWrapper:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
+        for task in (self._ready, self._reading):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):
+                await task
 
 
 def shell_tool(
