@@ -167,6 +167,8 @@ class SandboxWrapper:
         self.process.stdin.write(json.dumps({**request, "id": number}).encode() + b"\n")
         await self.process.stdin.drain()
         answer = await self._answer()
+        while isinstance(answer.get("id"), int) and answer["id"] < number:
+            answer = await self._answer()  # the answer to a request whose caller was cancelled
         if answer.get("id") != number or "error" in answer:
             raise OSError(f"the sandbox runtime refused: {answer.get('error', answer)}")
         return answer

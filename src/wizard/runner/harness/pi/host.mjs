@@ -66,7 +66,7 @@ process.stdin.on("data", (chunk) => {
   }
 });
 let stdinEnded = null; // set once the session exists; before that, an end means leave now
-process.stdin.on("end", () => (stdinEnded ? stdinEnded() : process.exit(0)));
+process.stdin.on("end", () => (stdinEnded ? stdinEnded() : void leave(0)));
 
 const launch = await new Promise((resolve) => {
   onLine = (line) => {
