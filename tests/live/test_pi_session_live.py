@@ -86,3 +86,34 @@ def _is_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+async def test_a_host_started_early_is_adopted_and_leaves_in_order(tmp_path: Path) -> None:
+    """The host a run starts while it gets ready loads pi before any launch reaches it; the
+    session adopts it, and at its close the host says it has left (its sandbox helpers
+    stopped) before wizard stops waiting for it. Nothing of it is left."""
+    from wizard.engines.bundle import verified_bundle
+    from wizard.runner.harness.pi.session import start_host
+    from wizard.testing.sessions import open_pi_session
+
+    host = await start_host(verified_bundle())
+    await asyncio.sleep(0.5)  # loading pi, asked nothing
+    assert host.process.returncode is None
+    async with ScriptedGateway({"responses": [{"blocks": [{"text": "hi"}]}]}) as gateway:
+        async with open_pi_session(tmp_path, gateway.url, host=host) as session:
+            assert session.pid == host.process.pid
+            result = await session.prompt("go")
+        assert result.stop_reason == "stop"
+    assert session._left.is_set(), "the host did not say it left"
+    assert host.process.returncode is not None
+    assert not host.agent_dir.exists() and not host.temp_dir.exists()
+
+
+async def test_a_host_no_session_took_ends_with_the_run(tmp_path: Path) -> None:
+    harness = PiHarness()
+    await harness.prepare(lambda line: None)
+    host = harness._host
+    assert host is not None and host.process.returncode is None
+    await harness.close()
+    assert host.process.returncode is not None
+    assert not host.agent_dir.exists() and not host.temp_dir.exists()

@@ -169,6 +169,8 @@ class PiSession:
         self._stderr = bytearray()
         self._tasks: list[asyncio.Task[None]] = []
         self._eof = asyncio.Event()
+        # The host said it is leaving: its session, commands and sandbox helpers are done.
+        self._left = asyncio.Event()
         # What crossed the boundary from pi: the volume benchmarks and tests measure.
         self.bytes_read = 0
         self.lines_read = 0
@@ -262,6 +264,9 @@ class PiSession:
         await self._exits.aclose()
 
     async def _stop_process(self, process: asyncio.subprocess.Process) -> None:
+        """Close the host's stdin and wait for it to go (once it says it has left, the rest is
+        Node's own teardown: it is killed instead of waited for); terminate, then kill, a host
+        that does not."""
         if process.stdin is not None:
             with contextlib.suppress(Exception):
                 process.stdin.close()
@@ -269,11 +274,17 @@ class PiSession:
             if action is not None:
                 with contextlib.suppress(ProcessLookupError):
                     action()
-            try:
-                await asyncio.wait_for(process.wait(), 5)
+            exited = asyncio.ensure_future(process.wait())
+            left = asyncio.ensure_future(self._left.wait())
+            await asyncio.wait({exited, left}, timeout=5, return_when=asyncio.FIRST_COMPLETED)
+            left.cancel()
+            if not exited.done() and self._left.is_set():
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await exited
+            if exited.done():
                 return
-            except TimeoutError:
-                continue
+            exited.cancel()
 
     @property
     def pid(self) -> int | None:
@@ -361,6 +372,9 @@ class PiSession:
             future = self._pending.pop(message["id"])
             if not future.done():
                 future.set_result(message)
+            return
+        if kind == "left":
+            self._left.set()
             return
         if kind == "ready" and self._ready is not None and not self._ready.done():
             self._ready.set_result(None)
