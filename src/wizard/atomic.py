@@ -71,41 +71,39 @@ class DurableBatch:
 
     def __init__(self, anchor: Path) -> None:
         self.anchor = anchor  # a folder on the file system the files are written to
-        self._staged: list[tuple[Path, Path]] = []
-        self._targets: set[Path] = set()
+        self._staged: dict[Path, Path] = {}  # target → its temp file
 
     def __enter__(self) -> DurableBatch:
         return self
 
     def holds(self, path: Path) -> bool:
         """Whether `path` is one of the batch's files already."""
-        return path in self._targets
+        return path in self._staged
 
     def add(self, path: Path, data: bytes, mode: int) -> None:
         temp = _temp_beside(path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         with os.fdopen(os.open(temp, flags, mode), "wb") as handle:
-            self._staged.append((temp, path))
-            self._targets.add(path)
+            self._staged[path] = temp
             handle.write(data)
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
-        staged, self._staged, self._targets = self._staged, [], set()
+        staged, self._staged = self._staged, {}
         if kind is not None:
-            for temp, _ in staged:
+            for temp in staged.values():
                 with contextlib.suppress(OSError):
                     temp.unlink()
             return
         if not staged:
             return
         if not _sync_file_system(self.anchor):
-            for temp, _ in staged:
+            for temp in staged.values():
                 with open(temp, "rb") as handle:
                     os.fsync(handle.fileno())
-        for temp, path in staged:
+        for path, temp in staged.items():
             os.rename(temp, path)
         if not _sync_file_system(self.anchor):
-            for folder in {path.parent for _, path in staged}:
+            for folder in {path.parent for path in staged}:
                 _sync_folder(folder)
 
 

@@ -25,8 +25,8 @@ async def test_the_key_is_added_by_the_proxy_and_absent_from_pi(tmp_path: Path, 
 
     def capture(session: PiSession) -> None:
         seen.append(Path(f"/proc/{session_pid(session)}/environ").read_bytes())
-        assert session._agent_dir is not None
-        seen.extend(p.read_bytes() for p in session._agent_dir.rglob("*") if p.is_file())
+        assert session._host is not None
+        seen.extend(p.read_bytes() for p in session._host.agent_dir.rglob("*") if p.is_file())
 
     scenario = {"responses": [
         {"blocks": [{"tool_call": {"name": "write", "arguments": {"path": "a", "content": "x"}}}]},

@@ -90,7 +90,8 @@ class HostProcess:
     """A pi host started on the checked engine, loading pi's SDK and waiting for its launch:
     its process and its private folders (pi's agent folder, its temp folder). Started by
     `start_host`, early (`PiHarness.prepare`) or when a session starts; a `PiSession` adopts
-    it and removes its folders at close, and `discard` ends one no session took."""
+    it, and `discard` (a session's close, or the harness's for one no session took) ends it
+    if it still runs and removes its folders."""
 
     def __init__(self, engine: NodeBundle, process: asyncio.subprocess.Process, agent_dir: Path,
                  temp_dir: Path) -> None:  # fmt: skip
@@ -98,7 +99,7 @@ class HostProcess:
         self.agent_dir, self.temp_dir = agent_dir, temp_dir
 
     async def discard(self) -> None:
-        """End the host (it has run nothing: no launch reached it) and remove its folders."""
+        """Kill the host if it still runs, and remove its folders."""
         if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
@@ -152,15 +153,14 @@ class PiSession:
     ) -> None:
         self.launch = launch
         self._engine = engine
-        # A host started before this session (it is loading pi already); else one is started.
+        # The session's host: one started before it (loading pi already), else its own; it
+        # goes, with its folders, at close.
         self._host = host
         self.startup_timeout = startup_timeout
         # How long the host waits for wizard to read its events before it gives up.
         self.stall_seconds = stall_seconds
         self.bridge = HostBridge(launch.gate)
         self._process: asyncio.subprocess.Process | None = None
-        self._agent_dir: Path | None = None
-        self._host_tmp: Path | None = None
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[PiEvent]] = {}
         self._subscribers: list[EventCallback] = []
@@ -181,10 +181,10 @@ class PiSession:
     async def start(self) -> None:
         """Take the host started for it (or start one), send it the launch, and wait until
         its session is ready; `EngineError` otherwise."""
-        host = self._host or await start_host(await asyncio.to_thread(self._engine))
-        self._host = None
+        if self._host is None:
+            self._host = await start_host(await asyncio.to_thread(self._engine))
+        host = self._host
         self._process = host.process
-        self._agent_dir, self._host_tmp = host.agent_dir, host.temp_dir
         await self._exits.enter_async_context(self.bridge)
         self._ready = asyncio.get_running_loop().create_future()
         self._tasks = [
@@ -236,9 +236,6 @@ class PiSession:
 
     async def close(self) -> None:
         """Abort any run, stop pi, and leave no process behind."""
-        if self._host is not None:  # closed before it started: the host it was given goes
-            await self._host.discard()
-            self._host = None
         process = self._process
         if process is not None and process.returncode is None:
             stopped = is_stopped(self.pid)  # a stopped pi answers nothing and ignores SIGTERM
@@ -257,10 +254,9 @@ class PiSession:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        for folder in (self._agent_dir, self._host_tmp):
-            if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
-        self._agent_dir = self._host_tmp = None
+        if self._host is not None:  # its folders (and the host itself, if it never started)
+            await self._host.discard()
+            self._host = None
         await self._exits.aclose()
 
     async def _stop_process(self, process: asyncio.subprocess.Process) -> None:
