@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_sent
 from tests.scenarios.conftest import gateway_process, wizard_env
-from tests.security.conftest import SET_UP, World
+from tests.security.conftest import DONE, SET_UP, World
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply
 
@@ -159,6 +160,81 @@ def test_a_repository_planted_in_a_preview_never_reaches_the_project_through_app
             "GIT_COMMITTER_EMAIL": "u@x"}  # fmt: skip
     for command in (["git", "status"], ["git", "add", "pkg"], ["git", "commit", "-qm", "x"]):
         subprocess.run(command, cwd=project / "pkg", env=user, capture_output=True)
+    if shutil.which("npm"):
+        subprocess.run(["npm", "test"], cwd=project, env=user, capture_output=True, timeout=120)
+    assert not marker.exists()
+
+
+MAKE_REPO = """import subprocess
+subprocess.run(["git", "init", "-q", "pkg"], check=True)
+print("made pkg/.git")
+"""
+ARM_REPO = """import os
+for path, text in ((".git/config", "[core]\\n\\tfsmonitor = touch {marker}\\n"),
+                   (".git/hooks/pre-commit", "#!/bin/sh\\ntouch {marker}\\n")):
+    try:
+        with open(os.path.join("pkg", path), "a") as handle:
+            handle.write(text)
+        print(path, "WRIT" + "TEN")
+    except OSError as exc:
+        print(path, "REFU" + "SED", exc.errno)
+"""
+
+
+def test_a_repository_made_after_the_sandbox_started_cannot_be_armed_on_the_claude_engine(
+    tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    """On the anthropic harness the sandbox runtime is started once per session: the agent
+    makes `pkg/.git` in one command (a new repository in a new folder cannot be forbidden)
+    and tries to arm it (a config that runs a command, a hook) in the next ones, after the
+    runtime was started. Both writes are refused; the outcome and `wizard diff` name the
+    repository, `wizard undo` removes it, and the user's `git status`, `git commit` and `npm
+    test` run nothing planted."""
+    pytest.importorskip("claude_agent_sdk")
+    project = outside_world.project
+    marker = outside_world.outside / "ran"
+    (project / "package.json").write_text(json.dumps({"scripts": {"test": "node -e 0"}}))
+
+    def claude(*blocks: dict[str, Any]) -> dict[str, Any]:
+        named = [{"tool_call": {**b["tool_call"], "name": "mcp__wizard__" + b["tool_call"]["name"]}}
+                 if "tool_call" in b else b for b in blocks]  # fmt: skip
+        return reply(*named)
+
+    arm = ARM_REPO.replace("{marker}", str(marker))
+    scenario = {
+        "responses": [
+            claude(call("write", path="make.py", content=MAKE_REPO)),
+            claude(call("bash", command="python3 make.py")),
+            claude(call("write", path="arm.py", content=arm)),
+            claude(call("bash", command="python3 arm.py")),
+            claude(call("bash", command="cd pkg && python3 ../arm.py; echo tried from inside")),
+            claude(*email_sent()),
+            *DONE,
+        ]
+    }
+    url, _ = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    out = tmp_path / "outcome.json"
+    run = run_wizard("run", "transactional-email", "--harness", "anthropic", "--project",
+                     str(project), "--ci", "--outcome-json", str(out), env=env,
+                     timeout=240)  # fmt: skip
+    outcome = json.loads(out.read_text())
+    assert outcome["status"] == "succeeded", run.stdout[-3000:] + run.stderr[-3000:]
+    assert outcome["repositories_added"] == ["pkg/.git"]
+    config = (project / "pkg" / ".git" / "config").read_text()
+    assert "fsmonitor" not in config and not (project / "pkg/.git/hooks/pre-commit").exists()
+    assert not marker.exists()
+    stat = run_wizard("diff", "--stat", "--project", str(project), env=env)
+    assert "pkg/.git | a git repository made by the run" in stat.stdout
+    undo = run_wizard("undo", outcome["run_id"], "--project", str(project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert "removed pkg/.git" in undo.stdout
+    assert not (project / "pkg" / ".git").exists()
+    user = {"PATH": os.environ["PATH"], "HOME": str(outside_world.home),
+            "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
+            "GIT_COMMITTER_EMAIL": "u@x"}  # fmt: skip
+    for command in (["git", "status"], ["git", "add", "-A"], ["git", "commit", "-qm", "x"]):
+        subprocess.run(command, cwd=project, env=user, capture_output=True)
     if shutil.which("npm"):
         subprocess.run(["npm", "test"], cwd=project, env=user, capture_output=True, timeout=120)
     assert not marker.exists()
