@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wizard import __version__
+from wizard.cli_fleet import fleet_app
 from wizard.cli_journal import COMMANDS
 from wizard.cli_options import (
     AllowInsecure,
@@ -50,6 +51,7 @@ engines_app = typer.Typer(
     help="Install and inspect agent engines.", no_args_is_help=True, context_settings=_CONTEXT
 )
 app.add_typer(engines_app, name="engines")
+app.add_typer(fleet_app, name="fleet")
 
 # Switchboard options name their variables in the help text rather than with `envvar=`, so
 # the switchboard still tells a flag from the environment (flag > env > config > program).

@@ -142,6 +142,11 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     conversations: list[Conversation]
+    # Answer each request from its own history, not from a cursor: the response at the number
+    # of model replies it carries, of the first conversation whose `match` is anywhere in its
+    # messages. A run started over gets its script from the start, and runs of many
+    # repositories (a fleet) share one gateway, each told apart by what its tools read.
+    by_history: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -149,7 +154,8 @@ class Scenario(BaseModel):
         if isinstance(data, dict) and "responses" in data:
             if "conversations" in data:
                 raise ValueError("give either 'responses' or 'conversations', not both")
-            return {"conversations": [{"responses": data["responses"]}]}
+            rest = {k: v for k, v in data.items() if k != "responses"}
+            return {"conversations": [{"responses": data["responses"]}], **rest}
         return data
 
     def route(self, first_user_text: str) -> int | None:

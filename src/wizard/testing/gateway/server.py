@@ -79,6 +79,17 @@ def _texts(content: Any) -> list[str]:
     return []
 
 
+def _strings(value: Any) -> list[str]:
+    """Every string value in a JSON value, in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
 def _user_texts(body: dict[str, Any]) -> list[str]:
     texts = []
     for message in body.get("messages", []):
@@ -182,6 +193,8 @@ class ScriptedGateway:
             raise AssertionError("; ".join(problems))
 
     def _next_response(self, body: dict[str, Any]) -> tuple[int | None, Response | None]:
+        if self.scenario.by_history:
+            return self._response_by_history(body)
         texts = _user_texts(body)
         conversation = self.scenario.route(texts[0] if texts else "")
         if conversation is None:
@@ -192,6 +205,20 @@ class ScriptedGateway:
             return conversation, None
         self._cursors[conversation] = cursor + 1
         return conversation, responses[cursor]
+
+    def _response_by_history(self, body: dict[str, Any]) -> tuple[int | None, Response | None]:
+        """The response at the number of replies the request carries, of the conversation
+        whose `match` is anywhere in its messages (tool results included)."""
+        messages = body.get("messages", [])
+        conversation = self.scenario.route("\n".join(_strings(messages)))
+        if conversation is None:
+            return None, None
+        responses = self.scenario.conversations[conversation].responses
+        index = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        if index >= len(responses):
+            return conversation, None
+        self._cursors[conversation] = max(self._cursors[conversation], index + 1)
+        return conversation, responses[index]
 
     # --- HTTP -----------------------------------------------------------------------------
 

@@ -1,0 +1,347 @@
+"""`wizard fleet`: one program across many repositories, durable on Temporal.
+
+    wizard fleet run PROGRAM --repos FILE   start a fleet (or join it), serve it, burndown
+    wizard fleet worker                     serve fleets on this machine too
+    wizard fleet status [FLEET]             the burndown of a fleet (the latest by default)
+    wizard fleet cancel FLEET               stop a fleet cleanly
+    wizard fleet server stop                stop the embedded Temporal server
+
+`wizard.cli` registers this app; like it, nothing here exits but through Typer. Temporal is
+imported only inside the commands, with an install hint when it is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from wizard.cli_options import HarnessOpt, ModelOpt
+from wizard.cli_refusals import usage_exit
+from wizard.errors import UsageError, WizardError
+
+if TYPE_CHECKING:
+    from wizard.fleet.model import Burndown
+    from wizard.fleet.service import Connection, Target
+
+_T = TypeVar("_T")
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
+fleet_app = typer.Typer(help="Run one program across many repositories, durably (Temporal).",
+                        no_args_is_help=True, context_settings=_CONTEXT)  # fmt: skip
+server_app = typer.Typer(help="The embedded Temporal server.", no_args_is_help=True)
+fleet_app.add_typer(server_app, name="server")
+SCHEMA_VERSION = 1
+
+TemporalOpt = Annotated[
+    str | None,
+    typer.Option("--temporal", metavar="HOST:PORT",
+                 help="An existing Temporal cluster (default: the embedded server).  "
+                      "[env var: WIZARD_TEMPORAL]"),
+]  # fmt: skip
+NamespaceOpt = Annotated[str, typer.Option("--namespace", help="The Temporal namespace.")]
+TlsOpt = Annotated[bool, typer.Option("--tls", help="Connect to --temporal over TLS.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="The burndown as JSON.")]
+WorkerParallel = Annotated[
+    int, typer.Option("--max-parallel", min=1, help="Repositories at once, on this worker.")
+]
+
+
+def _target(temporal: str | None, namespace: str, tls: bool) -> Target:
+    from wizard.fleet.service import Target
+
+    address = temporal or os.environ.get("WIZARD_TEMPORAL") or None
+    if address is not None and not re.fullmatch(
+        r"[\w.-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}", address
+    ):
+        raise UsageError(
+            f"--temporal {address!r} is not HOST:PORT.", "For example: localhost:7233."
+        )
+    return Target(address, namespace, tls)
+
+
+def _with_temporal(command: str, work: Callable[[Connection], Awaitable[_T]], target: Target) -> _T:
+    """Connect (the embedded server by default) and do `work`; errors in wizard's words."""
+    try:
+        from wizard.fleet.service import connect
+    except ImportError as exc:
+        from wizard.fleet.server import INSTALL_HINT
+
+        raise usage_exit(WizardError(f"`wizard fleet` needs Temporal's SDK: {exc}.", INSTALL_HINT),
+                         f"fleet {command}") from exc  # fmt: skip
+
+    async def go() -> _T:
+        return await work(await connect(target))
+
+    try:
+        return asyncio.run(go())
+    except WizardError as exc:
+        raise usage_exit(exc, f"fleet {command}") from exc
+
+
+def _rate(text: str | None) -> float | None:
+    if text is None:
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*/\s*(min|m|h|hour)", text.strip())
+    if not match or float(match.group(1)) <= 0:
+        raise UsageError(f"--rate {text!r} is not a pace.", "Give it as N/min or N/h, e.g. 6/min.")
+    per = 60.0 if match.group(2) in ("h", "hour") else 1.0
+    return float(match.group(1)) / per
+
+
+@fleet_app.command("run")
+def run(
+    program: Annotated[str, typer.Argument(metavar="PROGRAM", help="The program to run.")],
+    repos: Annotated[
+        Path,
+        typer.Option("--repos", help="One repository a line: a path or git URL, and a branch."),
+    ],
+    fleet: Annotated[
+        str | None,
+        typer.Option("--fleet", help="The fleet's id (default: from the program and the file)."),
+    ] = None,
+    max_parallel: Annotated[
+        int,
+        typer.Option(
+            "--max-parallel", min=1, help="Repositories at once, fleet-wide and on this worker."
+        ),
+    ] = 2,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost", min=0.0, help="USD, fleet-wide: no repository starts once spent."
+        ),
+    ] = None,
+    rate: Annotated[
+        str | None,
+        typer.Option("--rate", help="Repositories started per minute at most, e.g. 6/min."),
+    ] = None,
+    publish: Annotated[
+        str,
+        typer.Option("--publish", help="none, or branch: commit each result to wizard/PROGRAM."),
+    ] = "none",
+    run_max_cost: Annotated[
+        float | None, typer.Option("--run-max-cost", min=0.0, help="USD per repository's run.")
+    ] = None,
+    max_turns: Annotated[
+        int | None, typer.Option("--max-turns", min=1, help="Model requests per run.")
+    ] = None,
+    max_time: Annotated[
+        str | None, typer.Option("--max-time", help="Time per run, e.g. 10m.")
+    ] = None,
+    verify: Annotated[str | None, typer.Option("--verify", help="basic or full, per run.")] = None,
+    harness: HarnessOpt = None,
+    model: ModelOpt = None,
+    no_worker: Annotated[
+        bool,
+        typer.Option(
+            "--no-worker", help="Start the fleet; leave the work to `wizard fleet worker`s."
+        ),
+    ] = False,
+    temporal: TemporalOpt = None,
+    namespace: NamespaceOpt = "default",
+    tls: TlsOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run PROGRAM on every repository of --repos, and print the burndown.
+
+    Exit code: 0 when every repository ended set up, 1 otherwise (the burndown says how
+    each ended). The fleet is durable: run the same command again to join it after a crash.
+    """
+    from wizard.fleet.model import FleetSpec, RunOptions
+    from wizard.fleet.repos import read_repos
+    from wizard.programs import get_program
+
+    try:
+        get_program(program)
+        if publish not in ("none", "branch"):
+            raise UsageError(
+                f"--publish {publish!r} is not a way to publish.", "Use none or branch."
+            )
+        if verify not in (None, "basic", "full"):
+            raise UsageError(f"--verify {verify!r} is not a level.", "Use basic or full.")
+        if not no_worker:
+            _check_gateway()
+        spec = FleetSpec(
+            fleet_id=fleet or _fleet_id(program, repos), program=program, repos=read_repos(repos),
+            run=RunOptions(harness, model, verify, max_turns, max_time, run_max_cost),
+            max_parallel=max_parallel, max_cost=max_cost, rate_per_minute=_rate(rate),
+            publish="branch" if publish == "branch" else "none",
+        )  # fmt: skip
+        target = _target(temporal, namespace, tls)
+    except WizardError as exc:
+        raise usage_exit(exc, "fleet run") from exc
+
+    async def work(connection: Connection) -> Burndown:
+        from wizard.fleet.service import follow, serve, start_fleet, worker_steps
+
+        handle, started = await start_fleet(connection.client, spec)
+        _say(f"{'Started' if started else 'Joined'} fleet {spec.fleet_id}: {program} on "
+             f"{len(spec.repos)} repositories.", as_json, connection.ui)  # fmt: skip
+        watched = follow(handle, _progress(as_json))
+        if no_worker:
+            return await watched
+        task = asyncio.ensure_future(watched)
+        await serve(connection.client, worker_steps(max_parallel), task)
+        return task.result()
+
+    final = _interruptible(lambda: _with_temporal("run", work, target), spec.fleet_id)
+    _show(final, as_json)
+    raise typer.Exit(0 if final.succeeded else 1)
+
+
+@fleet_app.command("worker")
+def worker(
+    max_parallel: WorkerParallel = 2,
+    temporal: TemporalOpt = None,
+    namespace: NamespaceOpt = "default",
+    tls: TlsOpt = False,
+) -> None:
+    """Serve fleets on this machine: take repositories, run them in their own sandbox, until
+    Ctrl-C or SIGTERM (a repository it was running is taken again)."""
+    try:
+        _check_gateway()
+        target = _target(temporal, namespace, tls)
+    except WizardError as exc:
+        raise usage_exit(exc, "fleet worker") from exc
+
+    async def work(connection: Connection) -> None:
+        from wizard.fleet.service import serve, worker_steps
+
+        steps = worker_steps(max_parallel)
+        typer.echo(f"Worker serving fleets ({steps.queue}); Ctrl-C stops it.", err=True)
+        await serve(connection.client, steps, _stopped())
+
+    _with_temporal("worker", work, target)
+
+
+@fleet_app.command("status")
+def status(
+    fleet: Annotated[
+        str | None, typer.Argument(metavar="[FLEET]", help="The fleet (default: the latest).")
+    ] = None,
+    temporal: TemporalOpt = None,
+    namespace: NamespaceOpt = "default",
+    tls: TlsOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a fleet's burndown: one row per repository, totals, cost and time."""
+    try:
+        target = _target(temporal, namespace, tls)
+    except WizardError as exc:
+        raise usage_exit(exc, "fleet status") from exc
+
+    async def work(connection: Connection) -> tuple[Burndown, str | None]:
+        from wizard.fleet.service import burndown
+
+        return await burndown(connection.client, fleet), connection.ui
+
+    shown, ui = _with_temporal("status", work, target)
+    _show(shown, as_json, ui)
+
+
+@fleet_app.command("cancel")
+def cancel(
+    fleet: Annotated[str, typer.Argument(metavar="FLEET", help="The fleet to stop.")],
+    temporal: TemporalOpt = None,
+    namespace: NamespaceOpt = "default",
+    tls: TlsOpt = False,
+) -> None:
+    """Stop a fleet: running repositories are stopped and cleaned up, queued ones never start."""
+    try:
+        target = _target(temporal, namespace, tls)
+    except WizardError as exc:
+        raise usage_exit(exc, "fleet cancel") from exc
+
+    async def work(connection: Connection) -> None:
+        from wizard.fleet.service import cancel as cancel_fleet
+
+        await cancel_fleet(connection.client, fleet)
+
+    _with_temporal("cancel", work, target)
+    typer.echo(f"Asked fleet {fleet} to stop; `wizard fleet status {fleet}` follows it.")
+
+
+@server_app.command("stop")
+def server_stop() -> None:
+    """Stop the embedded Temporal server (its state stays for the next start)."""
+    from wizard.fleet.server import stop_server
+
+    stopped = stop_server()
+    typer.echo(f"Stopped the embedded Temporal server ({stopped.address})." if stopped
+               else "The embedded Temporal server is not running.")  # fmt: skip
+
+
+def _fleet_id(program: str, repos: Path) -> str:
+    from wizard.fleet.service import fleet_id_for
+
+    return fleet_id_for(program, repos)
+
+
+def _check_gateway() -> None:
+    """A worker's runs read the gateway from its environment: it must have one."""
+    from wizard.config import with_config
+    from wizard.runner.gateway import GatewayFlags, resolve_gateway
+
+    resolve_gateway(GatewayFlags(), with_config(os.environ))
+
+
+async def _stopped() -> None:
+    """Wait for SIGTERM (Ctrl-C arrives as a cancellation)."""
+    import signal
+
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+
+
+def _interruptible(work: Callable[[], _T], fleet_id: str) -> _T:
+    try:
+        return work()
+    except KeyboardInterrupt:
+        typer.echo(f"\nStopped following fleet {fleet_id}; it goes on at Temporal. "
+                   f"Run the same command to join it again, or `wizard fleet cancel {fleet_id}`.",
+                   err=True)  # fmt: skip
+        raise typer.Exit(130) from None
+
+
+def _progress(as_json: bool) -> Callable[[Burndown], None]:
+    from wizard.ui.fleet import progress_line
+
+    shown: dict[str, str] = {}
+
+    def seen(burndown: Burndown) -> None:
+        for row in burndown.rows:
+            if shown.get(row.repo) != row.status:
+                shown[row.repo] = row.status
+                if row.status != "queued" and not as_json:
+                    typer.echo(progress_line(row), err=True)
+
+    return seen
+
+
+def _say(text: str, as_json: bool, ui: str | None) -> None:
+    if not as_json:
+        typer.echo(text + (f" Temporal UI: {ui}" if ui else ""), err=True)
+
+
+def _show(burndown: Burndown, as_json: bool, ui: str | None = None) -> None:
+    if as_json:
+        typer.echo(json.dumps(burndown_dict(burndown, ui), indent=1, sort_keys=True))
+        return
+    from wizard.ui.console import make_console
+    from wizard.ui.fleet import burndown_table
+
+    make_console().print(burndown_table(burndown, ui))
+
+
+def burndown_dict(burndown: Burndown, ui: str | None = None) -> dict[str, Any]:
+    """The burndown for machines: its rows and totals, versioned like the outcome."""
+    return {**asdict(burndown), "counts": burndown.counts(), "succeeded": burndown.succeeded,
+            "temporal_ui": ui, "schema_version": SCHEMA_VERSION}  # fmt: skip

@@ -1,0 +1,179 @@
+"""A fleet's steps, as Temporal activities run by a worker.
+
+`claim` runs on the fleet's shared task queue: the worker that takes it has a free slot and
+answers with its own queue, where the repository's other steps then run (its workspace is
+on that worker's disk). `run` is `wizard run --preview` itself, as a process: a fleet never
+re-implements a run. Its outcome decides whether another attempt is worth it: an engine
+failure, an API error or a rate limit are retried by Temporal with backoff; an abort case, a
+security violation, an unverified result, a spent budget, or any other ending is the
+repository's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from wizard.fleet import gitwork
+from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
+
+# Endings of a run worth another attempt: the gateway or the engine broke, not the work.
+RETRIED = frozenset({"WIZARD_API_ERROR", "WIZARD_RATE_LIMIT", "WIZARD_ENGINE_FAILURE"})
+HEARTBEAT_SECONDS = 2.0
+
+
+class Steps:
+    """The activities of one worker: its own task queue, its workspaces' folder, and how
+    many repositories it takes at once."""
+
+    def __init__(self, root: Path, max_parallel: int, queue: str | None = None) -> None:
+        self.root = root
+        self.max_parallel = max_parallel
+        self.queue = queue or worker_queue(root)
+        self.taken: set[str] = set()
+
+    def all(self) -> list[Any]:
+        """The step activities (those on the worker's own queue)."""
+        return [self.prepare, self.run, self.publish, self.clean_up]
+
+    @activity.defn(name="claim")
+    async def claim(self, job: RepoJob) -> str:
+        """Take `job` if this worker has a free slot: its own task queue; if not, a retried
+        error, so that the next attempt may reach another worker."""
+        key = f"{job.fleet_id}/{job.repo.id}"
+        if key not in self.taken and len(self.taken) >= self.max_parallel:
+            raise ApplicationError("every slot of this worker is taken", type="Busy")
+        self.taken.add(key)
+        return self.queue
+
+    def _folder(self, job: RepoJob) -> Path:
+        return self.root / job.fleet_id / job.repo.id
+
+    @activity.defn(name="prepare")
+    async def prepare(self, job: RepoJob) -> Workspace:
+        """A clean workspace for `job`: whatever an earlier attempt left goes, then a clone."""
+        self.taken.add(f"{job.fleet_id}/{job.repo.id}")
+        folder = self._folder(job)
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+        folder.mkdir(parents=True)
+        try:
+            base = await asyncio.to_thread(gitwork.clone, job.repo, folder / "repo")
+        except gitwork.GitFailed as exc:
+            raise ApplicationError(f"could not clone {job.repo.source}: {exc}",
+                                   type="CloneFailed") from exc  # fmt: skip
+        return Workspace(self.queue, str(folder), base)
+
+    @activity.defn(name="run")
+    async def run(self, job: RepoJob, workspace: Workspace) -> RunResult:
+        """`wizard run --preview` on the workspace; its outcome, or a retried error."""
+        folder = Path(workspace.folder)
+        state, outcome_file = folder / "state", folder / "outcome.json"
+        await asyncio.to_thread(shutil.rmtree, state, True)
+        outcome_file.unlink(missing_ok=True)
+        command = [sys.executable, "-m", "wizard", "run", job.program, "--project",
+                   str(folder / "repo"), "--preview", "--patch-out", str(folder / "change.patch"),
+                   "--outcome-json", str(outcome_file), "--ci", *job.run.arguments()]  # fmt: skip
+        started = time.monotonic()
+        code, tail = await _run_wizard(command, {**os.environ, "WIZARD_STATE_DIR": str(state)})
+        if not outcome_file.is_file():
+            kind = "UsageError" if code == 2 else "WIZARD_ENGINE_FAILURE"
+            raise ApplicationError(f"wizard run ended {code} with no outcome: {tail}", type=kind,
+                                   non_retryable=code == 2)  # fmt: skip
+        outcome = json.loads(outcome_file.read_text(encoding="utf-8"))
+        result = replace(run_result(outcome, time.monotonic() - started),
+                         attempt=activity.info().attempt)  # fmt: skip
+        if result.status == "failed" and result.error_type in RETRIED:
+            raise ApplicationError(result.reason or result.error_type or "failed",
+                                   type=result.error_type)  # fmt: skip
+        return result
+
+    @activity.defn(name="publish")
+    async def publish(self, job: RepoJob, workspace: Workspace, result: RunResult) -> Published:
+        """The run's patch as a commit on the fleet's branch of the repository."""
+        folder = Path(workspace.folder)
+        patch = folder / "change.patch"
+        text = patch.read_bytes().decode(errors="surrogateescape") if patch.is_file() else ""
+        message = f"wizard: {job.program}\n\n{result.reason or 'Set up by wizard run.'}\n"
+        try:
+            return await asyncio.to_thread(
+                gitwork.publish, folder / "repo", workspace.base_commit, text, job.branch,
+                message, result.changed_files,
+            )  # fmt: skip
+        except gitwork.GitFailed as exc:
+            raise ApplicationError(f"could not publish: {exc}", type="PublishFailed") from exc
+
+    @activity.defn(name="clean_up")
+    async def clean_up(self, job: RepoJob) -> None:
+        """Remove the repository's workspace, and free its slot."""
+        await asyncio.to_thread(shutil.rmtree, self._folder(job), True)
+        with contextlib.suppress(OSError):
+            self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
+        self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
+
+
+def worker_queue(root: Path) -> str:
+    """A worker's own task queue: its machine and its workspaces' folder (two workers that
+    share a folder share the queue, and so each other's workspaces)."""
+    return f"wizard-fleet@{socket.gethostname()}:{root}"
+
+
+def run_result(outcome: dict[str, Any], seconds: float) -> RunResult:
+    """How a run ended, from its outcome (`Outcome.to_dict`)."""
+    status = outcome.get("status", "failed")
+    proofs = tuple(f"{p['name']}: {p['status']}"
+                   for p in (outcome.get("verification") or {}).get("proofs") or ())  # fmt: skip
+    ended = status
+    if status == "succeeded":
+        ended = "proven" if proofs and all(p.endswith(": proven") for p in proofs) else "set up"
+    usage = outcome.get("usage") or {}
+    return RunResult(
+        status=status, exit_code=int(outcome.get("exit_code", 1)), ended=ended,
+        reason=outcome.get("reason") or "", error_type=outcome.get("error_type"),
+        source=outcome.get("source"), cost_usd=usage.get("cost_usd"), seconds=seconds,
+        proofs=proofs, changed_files=tuple(outcome.get("changed_files") or ()),
+    )  # fmt: skip
+
+
+async def _run_wizard(command: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run `command` to its end, heartbeating; on cancellation (or this worker's death) it
+    gets SIGTERM and its own clean teardown. Its exit code and the tail of its errors."""
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent,
+    )  # fmt: skip
+    assert process.stderr is not None
+    errors = asyncio.ensure_future(process.stderr.read())
+    try:
+        while True:
+            try:
+                code = await asyncio.wait_for(asyncio.shield(process.wait()), HEARTBEAT_SECONDS)
+                break
+            except TimeoutError:
+                activity.heartbeat()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        await process.wait()
+        raise
+    return code, (await errors).decode(errors="replace")[-800:]
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the worker dies (Linux's parent-death signal)."""
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

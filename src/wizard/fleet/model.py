@@ -1,0 +1,162 @@
+"""A fleet's values: what it was asked to do, and how each repository ended.
+
+Plain frozen dataclasses of JSON types, because Temporal carries them through its history
+(its default converter reads and writes dataclasses). Nothing here may hold a secret.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+# What a repository's row says, in the burndown's order.
+RowStatus = Literal[
+    "queued", "running", "proven", "set up", "aborted", "unverified", "failed", "skipped",
+    "cancelled",
+]  # fmt: skip
+FINISHED: frozenset[str] = frozenset(
+    {"proven", "set up", "aborted", "unverified", "failed", "skipped", "cancelled"}
+)
+SUCCEEDED: frozenset[str] = frozenset({"proven", "set up"})
+TASK_QUEUE = "wizard-fleet"
+
+
+@dataclass(frozen=True)
+class Repo:
+    """One line of the repositories file: where it is, which branch, and its id in the
+    fleet (unique, safe as a folder name and in a workflow id)."""
+
+    id: str
+    source: str  # an absolute local path, or a git URL
+    branch: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What each repository's `wizard run` is given: the per-run budgets and choices."""
+
+    harness: str | None = None
+    model: str | None = None
+    verify: str | None = None
+    max_turns: int | None = None
+    max_time: str | None = None
+    max_cost: float | None = None
+
+    def arguments(self) -> list[str]:
+        """These options as `wizard run` flags."""
+        flags = {"--harness": self.harness, "--model": self.model, "--verify": self.verify,
+                 "--max-turns": self.max_turns, "--max-time": self.max_time,
+                 "--max-cost": self.max_cost}  # fmt: skip
+        return [part for flag, value in flags.items() if value is not None
+                for part in (flag, str(value))]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """One fleet: a program across repositories, with its bounds."""
+
+    fleet_id: str
+    program: str
+    repos: tuple[Repo, ...]
+    run: RunOptions = field(default_factory=RunOptions)
+    max_parallel: int = 2
+    max_cost: float | None = None  # USD, fleet-wide: no repository starts once it is spent
+    rate_per_minute: float | None = None  # repositories started per minute at most
+    publish: Literal["none", "branch"] = "none"
+
+    @property
+    def branch(self) -> str:
+        """The branch a published result goes to."""
+        return f"wizard/{self.program}"
+
+
+@dataclass(frozen=True)
+class RepoJob:
+    """What a repository's child workflow is given."""
+
+    fleet_id: str
+    program: str
+    repo: Repo
+    run: RunOptions
+    publish: bool
+    branch: str
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where a worker took a repository: its own task queue, and the workspace's folder."""
+
+    task_queue: str
+    folder: str
+    base_commit: str = ""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How one repository's `wizard run` ended, from its outcome file."""
+
+    status: str  # the outcome's: succeeded, aborted, unverified, failed, cancelled
+    exit_code: int
+    ended: str  # the row's words: proven, set up, aborted, unverified, failed
+    reason: str = ""
+    error_type: str | None = None
+    source: str | None = None
+    cost_usd: float | None = None
+    seconds: float = 0.0
+    proofs: tuple[str, ...] = ()  # "name: status"
+    changed_files: tuple[str, ...] = ()
+    attempt: int = 1  # which attempt of the run step this was
+
+
+@dataclass(frozen=True)
+class Published:
+    """What publishing a result did: the branch, its commit, and what it left out."""
+
+    branch: str
+    commit: str
+    state: Literal["created", "updated", "unchanged", "nothing to publish"]
+    left_out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One repository in the burndown."""
+
+    repo: str
+    source: str
+    status: str = "queued"
+    reason: str = ""
+    cost_usd: float | None = None
+    seconds: float = 0.0
+    attempts: int = 0
+    worker: str = ""  # the task queue of the worker that ran it
+    branch: str | None = None
+    commit: str | None = None
+    published: str | None = None  # created, updated, unchanged, nothing to publish
+    left_out: tuple[str, ...] = ()
+    proofs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Burndown:
+    """A fleet as it stands: one row per repository, and what it has spent."""
+
+    fleet_id: str
+    program: str
+    rows: tuple[Row, ...]
+    cost_usd: float = 0.0
+    budget_spent: bool = False
+    cancelled: bool = False
+    finished: bool = False
+
+    def counts(self) -> dict[str, int]:
+        """How many rows have each status."""
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            counts[row.status] = counts.get(row.status, 0) + 1
+        return counts
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether every repository ended set up (proven or not)."""
+        return all(row.status in SUCCEEDED for row in self.rows)

@@ -1,0 +1,153 @@
+"""A fleet from the outside: connect to Temporal, start or join a fleet, serve as a worker,
+read its burndown, cancel it.
+
+The embedded server (`server.py`) is used when no address is given; `--temporal HOST:PORT`
+(with a namespace, and TLS) reaches an existing cluster instead. Everything here is async and
+returns values; the command line (`cli_fleet`) prints them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+from temporalio.worker import Worker
+
+from wizard.config import state_root
+from wizard.errors import ConfigError, UsageError
+from wizard.fleet.activities import Steps
+from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec
+from wizard.fleet.server import ensure_server
+from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
+
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which Temporal to use: an address and namespace, or the embedded server (None)."""
+
+    address: str | None = None
+    namespace: str = "default"
+    tls: bool = False
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A client, and the web UI's address when wizard knows it."""
+
+    client: Client
+    ui: str | None
+
+
+async def connect(target: Target) -> Connection:
+    """A client of `target`, starting the embedded server when no address is given."""
+    ui = None
+    address = target.address
+    if address is None:
+        server = await asyncio.to_thread(ensure_server)
+        address, ui = server.address, server.ui
+    try:
+        client = await Client.connect(address, namespace=target.namespace, tls=target.tls)
+    except RuntimeError as exc:  # the SDK's core says a connection failed this way
+        hint = "Check --temporal (HOST:PORT), --namespace and --tls."
+        raise ConfigError(f"Cannot reach Temporal at {address}: {exc}", hint) from exc
+    return Connection(client, ui)
+
+
+def fleet_id_for(program: str, repos_file: Path) -> str:
+    """The default fleet id: the program and the repositories file's path, so the same
+    command names the same fleet (and joins it while it runs)."""
+    digest = hashlib.sha256(str(repos_file.resolve()).encode()).hexdigest()[:8]
+    return f"{program}-{digest}"
+
+
+async def start_fleet(
+    client: Client, spec: FleetSpec
+) -> tuple[WorkflowHandle[FleetWorkflow, Burndown], bool]:
+    """Start `spec`'s fleet, or join it if it is running; the handle, and whether it started."""
+    try:
+        handle = await client.start_workflow(
+            FleetWorkflow.run, spec, id=spec.fleet_id, task_queue=TASK_QUEUE,
+        )  # fmt: skip
+        return handle, True
+    except WorkflowAlreadyStartedError:
+        return client.get_workflow_handle_for(FleetWorkflow.run, spec.fleet_id), False
+
+
+async def serve(client: Client, steps: Steps, until: Awaitable[object]) -> None:
+    """Be a fleet worker until `until` is done: the workflows and `claim` on the shared
+    queue, the steps on this worker's own."""
+    shared = Worker(client, task_queue=TASK_QUEUE, workflows=[FleetWorkflow, RepoWorkflow],
+                    activities=[steps.claim])  # fmt: skip
+    own = Worker(client, task_queue=steps.queue, activities=steps.all(),
+                 max_concurrent_activities=4 * steps.max_parallel)  # fmt: skip
+    async with shared, own:
+        await until
+
+
+def worker_steps(max_parallel: int) -> Steps:
+    """The steps of a worker on this machine, its workspaces in wizard's state folder."""
+    return Steps(state_root() / "fleet" / "workspaces", max_parallel)
+
+
+async def follow(
+    handle: WorkflowHandle[FleetWorkflow, Burndown],
+    seen: Callable[[Burndown], None],
+) -> Burndown:
+    """Wait for the fleet's end, handing each new burndown to `seen`; the last one."""
+    result = asyncio.ensure_future(handle.result())
+    last: Burndown | None = None
+    while not result.done():
+        current: Burndown | None = last
+        with contextlib.suppress(RPCError):  # not queryable until its first task has run
+            current = await handle.query(FleetWorkflow.burndown)
+        if current is not None and current != last:
+            seen(current)
+            last = current
+        await asyncio.wait([result], timeout=POLL_SECONDS)
+    final = result.result()
+    if final != last:
+        seen(final)
+    return final
+
+
+async def burndown(client: Client, fleet_id: str | None) -> Burndown:
+    """The burndown of fleet `fleet_id` (default: the latest started)."""
+    fleet_id = fleet_id or await latest_fleet(client)
+    handle = client.get_workflow_handle_for(FleetWorkflow.run, fleet_id)
+    try:
+        status = (await handle.describe()).status
+    except RPCError as exc:
+        hint = "`wizard fleet status` shows the latest fleet; check --temporal."
+        raise UsageError(f"No fleet {fleet_id!r} at this Temporal.", hint) from exc
+    if status == WorkflowExecutionStatus.COMPLETED:
+        return await handle.result()
+    # A query needs a worker: this process serves the workflows (never a step) while it asks.
+    async with Worker(client, task_queue=TASK_QUEUE, workflows=[FleetWorkflow, RepoWorkflow]):
+        return await handle.query(FleetWorkflow.burndown)
+
+
+async def latest_fleet(client: Client) -> str:
+    """The id of the fleet started last."""
+    async for execution in client.list_workflows("WorkflowType = 'FleetWorkflow'", limit=1):
+        return execution.id
+    raise UsageError("No fleet has run at this Temporal yet.", "Start one: wizard fleet run.")
+
+
+async def cancel(client: Client, fleet_id: str) -> None:
+    """Ask fleet `fleet_id` to stop: running repositories are cancelled and cleaned up,
+    queued ones never start."""
+    handle = client.get_workflow_handle_for(FleetWorkflow.run, fleet_id)
+    try:
+        await handle.cancel()
+    except RPCError as exc:
+        raise UsageError(f"Cannot cancel fleet {fleet_id!r}: {exc}",
+                         "`wizard fleet status` shows the fleets.") from exc  # fmt: skip

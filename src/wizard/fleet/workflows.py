@@ -1,0 +1,184 @@
+"""A fleet's workflows: the fleet, which admits repositories, and one per repository.
+
+Workflow code is replayed from its history after a crash, so it only decides: no clock but
+Temporal's, no I/O, no randomness. What a step does is in `activities`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    TimeoutType,
+)
+from temporalio.exceptions import TimeoutError as StepTimeout
+
+with workflow.unsafe.imports_passed_through():
+    from wizard.fleet.model import (
+        FINISHED,
+        SUCCEEDED,
+        TASK_QUEUE,
+        Burndown,
+        FleetSpec,
+        Published,
+        RepoJob,
+        Row,
+        RunResult,
+        Workspace,
+    )
+
+# The repository's worker must take its next step within this; if it is gone that long, the
+# repository is claimed again, by any worker, and starts over.
+WORKER_GONE = timedelta(minutes=5)
+CLAIMS = 3
+# A run's worker that stopped heartbeating this long is gone: the run is tried again.
+HEARTBEAT = timedelta(seconds=10)
+_CLAIM = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=1.0)
+_PREPARE = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_attempts=3)
+_RUN = RetryPolicy(initial_interval=timedelta(seconds=5), backoff_coefficient=2.0,
+                   maximum_interval=timedelta(minutes=2), maximum_attempts=4,
+                   non_retryable_error_types=["UsageError"])  # fmt: skip
+_PUBLISH = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_attempts=3)
+_CLEAN = RetryPolicy(maximum_attempts=5)
+
+
+@workflow.defn(name="RepoWorkflow")
+class RepoWorkflow:
+    """One repository: claimed by a worker, cloned, run, published, cleaned up."""
+
+    @workflow.run
+    async def run(self, job: RepoJob) -> Row:
+        """The repository's row, as it ended."""
+        row = Row(repo=job.repo.id, source=job.repo.source, status="running")
+        for _ in range(CLAIMS):
+            queue = await workflow.execute_activity(
+                "claim", job, task_queue=TASK_QUEUE, retry_policy=_CLAIM,
+                start_to_close_timeout=timedelta(seconds=30), result_type=str,
+            )  # fmt: skip
+            try:
+                return await self._on(queue, job, row)
+            except ActivityError as exc:
+                if not _worker_gone(exc):
+                    return replace(row, status="failed", reason=_why(exc))
+        return replace(row, status="failed", reason="no worker kept the repository")
+
+    async def _on(self, queue: str, job: RepoJob, row: Row) -> Row:
+        """The steps on the worker that claimed the repository; its workspace goes after."""
+
+        async def step(
+            name: str,
+            *args: object,
+            kind: type | None = None,
+            retry: RetryPolicy,
+            minutes: float,
+            heartbeat: timedelta | None = None,
+        ) -> Any:
+            return await workflow.execute_activity(
+                name, args=args, task_queue=queue, schedule_to_start_timeout=WORKER_GONE,
+                start_to_close_timeout=timedelta(minutes=minutes), heartbeat_timeout=heartbeat,
+                retry_policy=retry, result_type=kind,
+            )  # fmt: skip
+
+        try:
+            workspace = await step("prepare", job, kind=Workspace, retry=_PREPARE, minutes=15)
+            result = await step("run", job, workspace, kind=RunResult, retry=_RUN, minutes=120,
+                                heartbeat=HEARTBEAT)  # fmt: skip
+            row = replace(row, status=result.ended, reason=result.reason, cost_usd=result.cost_usd,
+                          seconds=result.seconds, proofs=result.proofs, attempts=result.attempt,
+                          worker=queue)  # fmt: skip
+            if job.publish and result.ended in SUCCEEDED:
+                published = await step("publish", job, workspace, result, kind=Published,
+                                       retry=_PUBLISH, minutes=10)  # fmt: skip
+                row = replace(row, branch=published.branch, commit=published.commit or None,
+                              published=published.state, left_out=published.left_out)  # fmt: skip
+            return row
+        finally:
+            await step("clean_up", job, retry=_CLEAN, minutes=5)
+
+
+def _worker_gone(error: ActivityError) -> bool:
+    """Whether a step failed because its worker stopped taking work (not because of it)."""
+    cause = error.cause
+    return isinstance(cause, StepTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START
+
+
+def _why(error: BaseException) -> str:
+    """The innermost message of a step's failure."""
+    while error.__cause__ is not None and isinstance(error, ActivityError | ChildWorkflowError):
+        error = error.__cause__
+    return error.message if isinstance(error, ApplicationError) else str(error)
+
+
+@workflow.defn(name="FleetWorkflow")
+class FleetWorkflow:
+    """A fleet: each repository as a child workflow, within the fleet's bounds."""
+
+    def __init__(self) -> None:
+        self.spec: FleetSpec | None = None
+        self.rows: dict[str, Row] = {}
+        self.cost = 0.0
+        self.budget_spent = False
+        self.cancelled = False
+        self.finished = False
+        self.running = 0
+
+    @workflow.query
+    def burndown(self) -> Burndown:
+        """The fleet as it stands."""
+        assert self.spec is not None
+        return Burndown(self.spec.fleet_id, self.spec.program, tuple(self.rows.values()),
+                        round(self.cost, 6), self.budget_spent, self.cancelled,
+                        self.finished)  # fmt: skip
+
+    @workflow.run
+    async def run(self, spec: FleetSpec) -> Burndown:
+        """Admit every repository in order; the burndown once all have ended."""
+        self.spec = spec
+        self.rows = {r.id: Row(repo=r.id, source=r.source) for r in spec.repos}
+        children: list[asyncio.Task[None]] = []
+        try:
+            for repo in spec.repos:
+                await workflow.wait_condition(lambda: self.running < spec.max_parallel)
+                if spec.max_cost is not None and self.cost >= spec.max_cost:
+                    self.budget_spent = True
+                    break
+                if children and spec.rate_per_minute:
+                    await workflow.sleep(timedelta(seconds=60.0 / spec.rate_per_minute))
+                job = RepoJob(spec.fleet_id, spec.program, repo, spec.run,
+                              spec.publish == "branch", spec.branch)  # fmt: skip
+                self.running += 1
+                self.rows[repo.id] = replace(self.rows[repo.id], status="running")
+                children.append(asyncio.create_task(self._child(job)))
+            await asyncio.gather(*children)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            for child in children:
+                child.cancel()
+            await asyncio.gather(*children, return_exceptions=True)
+        for repo_id, row in self.rows.items():
+            if row.status not in FINISHED:
+                why = "the fleet was cancelled" if self.cancelled else "the fleet's budget is spent"
+                status = "cancelled" if self.cancelled or row.status == "running" else "skipped"
+                self.rows[repo_id] = replace(row, status=status, reason=why)
+        self.finished = True
+        return self.burndown()
+
+    async def _child(self, job: RepoJob) -> None:
+        try:
+            row = await workflow.execute_child_workflow(
+                RepoWorkflow.run, job, id=f"{job.fleet_id}/{job.repo.id}", task_queue=TASK_QUEUE,
+            )  # fmt: skip
+        except ChildWorkflowError as exc:
+            row = replace(self.rows[job.repo.id], status="failed", reason=_why(exc))
+        finally:
+            self.running -= 1
+        self.rows[job.repo.id] = row
+        self.cost += row.cost_usd or 0.0
