@@ -107,6 +107,11 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         "a sequence calls a harness, never an engine, and never routes",
     ),
     (("wizard.runner",), UPPER, "the runner is below the CLI and the UI"),
+    (
+        ("wizard.fleet",),
+        ("wizard.runner", "wizard.journal", "wizard.tools", "wizard.engines", *UPPER),
+        "a fleet runs `wizard run` as its activity and re-implements none of it",
+    ),
     (("wizard",), ("wizard.cli",), "only the entry point imports the CLI"),
 ]
 
@@ -130,8 +135,15 @@ def test_the_layers_hold(who: tuple[str, ...], banned: tuple[str, ...], why: str
         ("claude_agent_sdk", ("wizard.testing.fake_cli",)),  # the SDK is imported lazily
         (
             "typer",
-            ("wizard.cli", "wizard.cli_options", "wizard.cli_refusals", "wizard.cli_journal"),
+            (
+                "wizard.cli",
+                "wizard.cli_options",
+                "wizard.cli_refusals",
+                "wizard.cli_journal",
+                "wizard.cli_fleet",
+            ),
         ),
+        ("temporalio", ("wizard.fleet",)),
         ("posthog", ("wizard.analytics",)),
         ("httpx", ("wizard.runner.harness.proxy",)),
     ],

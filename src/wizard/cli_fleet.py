@@ -178,21 +178,20 @@ def run(
     except WizardError as exc:
         raise usage_exit(exc, "fleet run") from exc
 
-    async def work(connection: Connection) -> Burndown:
+    async def work(connection: Connection) -> tuple[Burndown, str | None]:
         from wizard.fleet.service import follow, serve, start_fleet, worker_steps
 
         handle, started = await start_fleet(connection.client, spec)
-        _say(f"{'Started' if started else 'Joined'} fleet {spec.fleet_id}: {program} on "
-             f"{len(spec.repos)} repositories.", as_json, connection.ui)  # fmt: skip
-        watched = follow(handle, _progress(as_json))
-        if no_worker:
-            return await watched
-        task = asyncio.ensure_future(watched)
-        await serve(connection.client, worker_steps(max_parallel), task)
-        return task.result()
+        ui = f" Temporal UI: {connection.ui}" if connection.ui else ""
+        typer.echo(f"{'Started' if started else 'Joined'} fleet {spec.fleet_id}: {program} on "
+                   f"{len(spec.repos)} repositories.{ui}", err=True)  # fmt: skip
+        watched = asyncio.ensure_future(follow(handle, _progress()))
+        if not no_worker:
+            await serve(connection.client, worker_steps(max_parallel), watched)
+        return await watched, connection.ui
 
-    final = _interruptible(lambda: _with_temporal("run", work, target), spec.fleet_id)
-    _show(final, as_json)
+    final, ui = _interruptible(lambda: _with_temporal("run", work, target), spec.fleet_id)
+    _show(final, as_json, ui)
     raise typer.Exit(0 if final.succeeded else 1)
 
 
@@ -311,7 +310,8 @@ def _interruptible(work: Callable[[], _T], fleet_id: str) -> _T:
         raise typer.Exit(130) from None
 
 
-def _progress(as_json: bool) -> Callable[[Burndown], None]:
+def _progress() -> Callable[[Burndown], None]:
+    """Each repository's change of status, as a line on stderr."""
     from wizard.ui.fleet import progress_line
 
     shown: dict[str, str] = {}
@@ -320,15 +320,10 @@ def _progress(as_json: bool) -> Callable[[Burndown], None]:
         for row in burndown.rows:
             if shown.get(row.repo) != row.status:
                 shown[row.repo] = row.status
-                if row.status != "queued" and not as_json:
+                if row.status != "queued":
                     typer.echo(progress_line(row), err=True)
 
     return seen
-
-
-def _say(text: str, as_json: bool, ui: str | None) -> None:
-    if not as_json:
-        typer.echo(text + (f" Temporal UI: {ui}" if ui else ""), err=True)
 
 
 def _show(burndown: Burndown, as_json: bool, ui: str | None = None) -> None:

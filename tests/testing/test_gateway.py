@@ -348,3 +348,40 @@ def test_standalone_process_prints_ready_logs_and_stops_on_sigterm(tmp_path: Pat
             proc.wait()
     entries = [json.loads(x) for x in log.read_text().splitlines()]
     assert entries[0]["last_user_text"] == "hey" and entries[0]["served"] == "blocks"
+
+
+async def test_by_history_answers_each_run_from_its_own_history() -> None:
+    """Runs of many repositories share one gateway: each request gets the response at the
+    number of replies it carries, of the conversation whose token its tool results show; a
+    run started over gets its script from the start."""
+    opening = {"blocks": [{"text": "read SOURCE.md"}]}
+    scenario = {
+        "by_history": True,
+        "conversations": [
+            {"match": "token-a", "responses": [opening, {"blocks": [{"text": "A done"}]}]},
+            {"match": "token-b", "responses": [opening, {"blocks": [{"text": "B done"}]}]},
+            {"responses": [opening]},
+        ],
+    }
+
+    def second(token: str) -> list[Any]:
+        return [*_user("prompt"), {"role": "assistant", "content": "read SOURCE.md"},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                              "content": f"source {token}"}]}]  # fmt: skip
+
+    async with ScriptedGateway(scenario) as gw:
+        client = _anthropic(gw)
+
+        async def ask(messages: list[Any]) -> str:
+            message = await client.messages.create(model="m", max_tokens=10, messages=messages)
+            block = message.content[0]
+            assert block.type == "text"
+            return block.text
+
+        assert await ask(_user("prompt")) == "read SOURCE.md"
+        assert await ask(second("token-b")) == "B done"
+        assert await ask(second("token-a")) == "A done"
+        assert await ask(_user("prompt")) == "read SOURCE.md"  # run A started over
+        assert await ask(second("token-a")) == "A done"
+        gw.assert_complete()
+        assert [r.conversation for r in gw.requests] == [2, 1, 0, 2, 0]

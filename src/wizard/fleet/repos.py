@@ -18,7 +18,8 @@ from pathlib import Path
 from wizard.errors import UsageError
 from wizard.fleet.model import Repo
 
-_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)
+# The git transports a fleet clones over: URLs of these schemes, and scp-like `user@host:path`.
+_URL = re.compile(r"^(?:(?:https?|ssh|git|file)://|[\w.-]+@[\w.-]+:(?!:))", re.IGNORECASE)
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
 
@@ -55,9 +56,9 @@ def read_repos(path: Path) -> tuple[Repo, ...]:
 
 def _source(word: str, folder: Path, path: Path, number: int) -> str:
     if _URL.match(word):
-        if word.lower().startswith(("ext::", "fd::")) or "::" in word.split("/", 1)[0]:
-            raise _bad(path, number, f"uses a git transport wizard does not run: {word!r}")
         return word
+    if "::" in word or re.match(r"^[a-z][a-z0-9+.-]*://", word, re.IGNORECASE):
+        raise _bad(path, number, f"uses a git transport wizard does not run: {word!r}")
     local = (folder / word).expanduser().resolve()
     if not local.is_dir():
         raise _bad(path, number, f"names a folder that does not exist: {local}")

@@ -1,0 +1,183 @@
+"""Fleets of real corpus apps, end to end: the embedded Temporal server (or one started apart),
+real `wizard run`s with the pi engine against the scripted gateway, and real git branches."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from fleet_world import ABORTED, PROGRAM, PROVEN_NODE, PROVEN_PYTHON, UNVERIFIED
+
+from tests.fleet.conftest import Fleet
+
+pytestmark = pytest.mark.live
+BRANCH = f"wizard/{PROGRAM}"
+
+
+def _burndown(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert done.stdout.strip(), done.stderr
+    return json.loads(done.stdout)
+
+
+def _ended(burndown: dict[str, Any]) -> dict[str, str]:
+    return {row["repo"]: row["status"] for row in burndown["rows"]}
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_each_repository_ends_as_it_deserves_and_a_rerun_reuses_the_branches(
+    fleet_world: Any,
+) -> None:
+    fleet: Fleet = fleet_world([PROVEN_NODE, UNVERIFIED, ABORTED, PROVEN_PYTHON])
+    run = ("fleet", "run", PROGRAM, "--repos", str(fleet.world.repos_file), "--publish",
+           "branch", "--max-parallel", "2", "--json")  # fmt: skip
+    done = fleet.wizard(*run)
+    assert done.returncode == 1, done.stderr  # not every repository ended set up
+    first = _burndown(done)
+    assert _ended(first) == fleet.world.deserves
+    assert first["finished"] and not first["budget_spent"] and first["cost_usd"] > 0
+    rows = {row["repo"]: row for row in first["rows"]}
+    aborted = rows["todomvc-javascript-es5-2"]
+    assert aborted["reason"] == "could not find a stripe integration" and not aborted["branch"]
+    assert "not proven" in rows["stripe-checkout-node-1"]["reason"]
+    for repo in fleet.world.repos:
+        row = rows[repo.name]
+        if row["status"] == "proven":
+            assert row["published"] == "created"
+            assert _git(repo, "rev-parse", BRANCH) == row["commit"]
+            changed = _git(repo, "diff", "--name-only", f"main..{BRANCH}").split()
+            assert changed == ["server/node/server.js" if "node" in repo.name
+                               else "server/python/server.py"]  # fmt: skip
+        else:
+            assert _git(repo, "branch", "--list", BRANCH) == ""
+        assert _git(repo, "status", "--porcelain") == ""  # the user's checkout untouched
+    assert fleet.workspaces() == []
+
+    status = _burndown(fleet.wizard("fleet", "status", "--json"))
+    assert status["rows"] == first["rows"]
+
+    again = _burndown(fleet.wizard(*run))
+    assert _ended(again) == fleet.world.deserves
+    for row in again["rows"]:
+        if row["status"] == "proven":
+            assert (row["published"], row["commit"]) == ("unchanged", rows[row["repo"]]["commit"])
+            repo = fleet.world.repos_file.parent / row["repo"]
+            assert _git(repo, "rev-list", "--count", f"main..{BRANCH}") == "1"
+
+
+def _wizard_runs_of(workspace_part: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if " run " in cmdline and workspace_part in cmdline and "--preview" in cmdline:
+            found.append(process)
+    return found
+
+
+def test_a_killed_worker_leaves_nothing_behind_and_the_fleet_goes_on_without_redoing(
+    fleet_world: Any,
+) -> None:
+    fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, ABORTED])
+    run = [sys.executable, "-m", "wizard", "fleet", "run", PROGRAM, "--repos",
+           str(fleet.world.repos_file), "--max-parallel", "1", "--json"]  # fmt: skip
+    first = subprocess.Popen(run, env=fleet.env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)  # fmt: skip
+    second_repo = "/stripe-checkout-python-1/repo"
+    deadline = time.monotonic() + 120
+    while not _wizard_runs_of(second_repo):  # the first repository has ended; the second runs
+        assert first.poll() is None and time.monotonic() < deadline, "the second never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # well into its run
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    deadline = time.monotonic() + 20
+    while _wizard_runs_of(second_repo):  # its run got SIGTERM when the worker died
+        assert time.monotonic() < deadline, "a run outlived its killed worker"
+        time.sleep(0.1)
+
+    done = fleet.wizard(*run[3:])
+    burndown = _burndown(done)
+    assert "Joined fleet" in done.stderr
+    assert _ended(burndown) == fleet.world.deserves
+    rows = {row["repo"]: row for row in burndown["rows"]}
+    assert rows["stripe-checkout-node-0"]["attempts"] == 1
+    assert rows["stripe-checkout-python-1"]["attempts"] == 2  # started over, from a clean slate
+    assert rows["todomvc-javascript-es5-2"]["attempts"] == 1
+    # The first repository's run went to the gateway once: it was not run again.
+    firsts = [r for r in fleet.requests() if r["conversation"] == 0]
+    script = fleet.world.scenario["conversations"][0]["responses"]
+    assert len(firsts) == len(script) - 1  # each request after the shared opening, once
+    assert fleet.workspaces() == []
+
+
+def test_no_repository_starts_once_the_fleets_budget_is_spent(fleet_world: Any) -> None:
+    fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, ABORTED])
+    done = fleet.wizard("fleet", "run", PROGRAM, "--repos", str(fleet.world.repos_file),
+                        "--max-parallel", "1", "--max-cost", "0.01", "--json")  # fmt: skip
+    assert done.returncode == 1
+    burndown = _burndown(done)
+    assert burndown["budget_spent"]
+    assert _ended(burndown) == {"stripe-checkout-node-0": "proven",
+                                "stripe-checkout-python-1": "skipped",
+                                "todomvc-javascript-es5-2": "skipped"}  # fmt: skip
+    assert burndown["cost_usd"] >= 0.01
+    assert {r["conversation"] for r in fleet.requests()} == {0, 3}  # only the first ran
+
+
+def test_two_workers_share_a_fleet_on_a_separately_started_server(
+    fleet_world: Any, tmp_path: Path
+) -> None:
+    from wizard.fleet.server import temporal_binary
+
+    fleet: Fleet = fleet_world([PROVEN_NODE, UNVERIFIED, ABORTED, PROVEN_PYTHON])
+    port, ui = _free_port(), _free_port()
+    server = subprocess.Popen(
+        [str(temporal_binary()), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+         "--port", str(port), "--ui-port", str(ui), "--log-level", "error"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    workers: list[subprocess.Popen[bytes]] = []
+    address = f"127.0.0.1:{port}"
+    try:
+        for name in ("a", "b"):
+            env = {**fleet.env, "WIZARD_STATE_DIR": str(tmp_path / f"worker-{name}")}
+            workers.append(subprocess.Popen(
+                [sys.executable, "-m", "wizard", "fleet", "worker", "--temporal", address,
+                 "--max-parallel", "1"], env=env, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            ))  # fmt: skip
+        done = fleet.wizard("fleet", "run", PROGRAM, "--repos", str(fleet.world.repos_file),
+                            "--no-worker", "--temporal", address, "--max-parallel", "2",
+                            "--json")  # fmt: skip
+        burndown = _burndown(done)
+        assert _ended(burndown) == fleet.world.deserves
+        assert len({row["worker"] for row in burndown["rows"]}) == 2
+        assert not (fleet.state / "fleet" / "server.json").exists()  # no embedded server
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        codes = [worker.wait(timeout=30) for worker in workers]
+        server.terminate()
+        server.wait(timeout=30)
+    assert codes == [0, 0]
+    for name in ("a", "b"):
+        assert fleet.workspaces(tmp_path / f"worker-{name}") == []
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

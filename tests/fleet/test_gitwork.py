@@ -1,0 +1,130 @@
+"""Publishing a fleet's result: one commit on `wizard/PROGRAM`, never twice, never a secret,
+never a checkout (so nothing of the repository's own runs)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from wizard.fleet import gitwork
+from wizard.fleet.model import Repo
+
+BRANCH = "wizard/revenue-analytics"
+
+
+def _git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True)  # fmt: skip
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    """The user's repository: one commit on main, checked out."""
+    repo = tmp_path / "origin"
+    repo.mkdir()
+    _git("init", "--quiet", "--initial-branch=main", cwd=repo)
+    (repo / "app.py").write_text("print('hi')\n")
+    _git("add", "-A", cwd=repo)
+    _git("commit", "--quiet", "-m", "app", cwd=repo)
+    return repo
+
+
+def _workspace(origin: Path, tmp_path: Path, name: str = "ws") -> tuple[Path, str]:
+    folder = tmp_path / name
+    folder.mkdir()
+    base = gitwork.clone(Repo("origin", str(origin)), folder / "repo")
+    return folder / "repo", base
+
+
+def _patch(checkout: Path, files: dict[str, str]) -> str:
+    """What a preview's `--patch-out` would hold for these new contents."""
+    for name, text in files.items():
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / name).write_text(text)
+    _git("add", "-A", cwd=checkout)
+    patch = _git("diff", "--cached", "--binary", cwd=checkout) + "\n"
+    _git("reset", "--quiet", "--hard", cwd=checkout)
+    return patch
+
+
+def test_a_result_is_published_once_and_a_rerun_publishes_nothing(
+    origin: Path, tmp_path: Path
+) -> None:
+    checkout, base = _workspace(origin, tmp_path)
+    patch = _patch(checkout, {"app.py": "import posthog\nprint('hi')\n"})
+    first = gitwork.publish(checkout, base, patch, BRANCH, "wizard: revenue-analytics\n")
+    assert first.state == "created"
+    assert _git("rev-parse", BRANCH, cwd=origin) == first.commit
+    assert _git("show", f"{BRANCH}:app.py", cwd=origin).startswith("import posthog")
+    assert _git("status", "--porcelain", cwd=origin) == ""  # the user's checkout untouched
+    assert _git("rev-parse", "--abbrev-ref", "HEAD", cwd=origin) == "main"
+
+    again, base2 = _workspace(origin, tmp_path, "ws2")
+    second = gitwork.publish(again, base2, patch, BRANCH, "wizard: revenue-analytics\n")
+    assert (second.state, second.commit) == ("unchanged", first.commit)
+    assert _git("rev-list", "--count", f"main..{BRANCH}", cwd=origin) == "1"
+
+
+def test_a_new_result_goes_on_top_and_a_moved_base_replaces_the_branch(
+    origin: Path, tmp_path: Path
+) -> None:
+    checkout, base = _workspace(origin, tmp_path)
+    gitwork.publish(checkout, base, _patch(checkout, {"a.txt": "1\n"}), BRANCH, "one")
+    checkout, base = _workspace(origin, tmp_path, "ws2")
+    update = gitwork.publish(checkout, base, _patch(checkout, {"a.txt": "2\n"}), BRANCH, "two")
+    assert update.state == "updated"
+    assert _git("rev-list", "--count", f"main..{BRANCH}", cwd=origin) == "2"
+
+    (origin / "app.py").write_text("print('moved')\n")
+    _git("commit", "--quiet", "-am", "main moved", cwd=origin)
+    checkout, base = _workspace(origin, tmp_path, "ws3")
+    moved = gitwork.publish(checkout, base, _patch(checkout, {"a.txt": "3\n"}), BRANCH, "three")
+    assert moved.state == "updated"
+    assert _git("rev-parse", f"{BRANCH}~1", cwd=origin) == _git("rev-parse", "main", cwd=origin)
+
+
+def test_secrets_and_wizards_own_files_are_left_out_and_named(origin: Path, tmp_path: Path) -> None:
+    checkout, base = _workspace(origin, tmp_path)
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n"
+    patch = _patch(checkout, {
+        "app.py": "import posthog\n", ".env.local": "POSTHOG_KEY=phx_1\n", "deploy/id_ed25519": key,
+        "notes/key.txt": key, ".claude/skills/revenue-analytics/SKILL.md": "# skill\n",
+    })  # fmt: skip
+    published = gitwork.publish(checkout, base, patch, BRANCH, "m", changed=[".env"])
+    assert published.left_out == (".env", ".env.local", "deploy/id_ed25519", "notes/key.txt")
+    files = _git("ls-tree", "-r", "--name-only", BRANCH, cwd=origin).split()
+    assert files == ["app.py"]
+
+
+def test_nothing_to_publish_and_no_path_into_git(origin: Path, tmp_path: Path) -> None:
+    checkout, base = _workspace(origin, tmp_path)
+    assert gitwork.publish(checkout, base, "", BRANCH, "m").state == "nothing to publish"
+    hook = ("diff --git a/.git/hooks/post-commit b/.git/hooks/post-commit\n"
+            "new file mode 100755\n--- /dev/null\n+++ b/.git/hooks/post-commit\n"
+            "@@ -0,0 +1 @@\n+touch pwned\n")  # fmt: skip
+    with pytest.raises(gitwork.GitFailed, match="invalid path"):
+        gitwork.publish(checkout, base, hook, BRANCH, "m")
+    assert not (checkout / ".git" / "hooks" / "post-commit").exists()
+    assert _git("branch", "--list", BRANCH, cwd=origin) == ""
+
+
+def test_the_repositorys_own_filters_and_hooks_never_run(origin: Path, tmp_path: Path) -> None:
+    """A filter named in `.gitattributes` and defined in the clone's config, and a hook in
+    the clone: publishing runs none of them (no checkout, no hooks)."""
+    (origin / ".gitattributes").write_text("*.py filter=evil\n")
+    _git("add", "-A", cwd=origin)
+    _git("commit", "--quiet", "-m", "attributes", cwd=origin)
+    checkout, base = _workspace(origin, tmp_path)
+    ran = tmp_path / "ran"
+    _git("config", "filter.evil.clean", f"touch {ran}", cwd=checkout)
+    hook = checkout / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    hook.chmod(0o755)
+    # Written by hand: making it with git here would run the filter itself.
+    patch = ("diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n"
+             "-print('hi')\n+import posthog\n")  # fmt: skip
+    assert gitwork.publish(checkout, base, patch, BRANCH, "m").state == "created"
+    assert not ran.exists()
