@@ -12,7 +12,7 @@ if [ "$(uname -s)" = Linux ] && ! { command -v bwrap && command -v socat && comm
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test,anthropic]'
+.venv/bin/python -m pip install --quiet -e '.[test,anthropic,fleet]'
 .venv/bin/wizard engines install pi
 .venv/bin/ruff check src tests bench
 .venv/bin/ruff format --check src tests bench

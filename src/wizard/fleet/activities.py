@@ -20,18 +20,22 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from wizard.config import number_setting
 from wizard.fleet import gitwork
 from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
 
 # Endings of a run worth another attempt: the gateway or the engine broke, not the work.
-RETRIED = frozenset({"WIZARD_API_ERROR", "WIZARD_RATE_LIMIT", "WIZARD_ENGINE_FAILURE"})
+RATE_LIMITED = "WIZARD_RATE_LIMIT"
+RETRIED = frozenset({"WIZARD_API_ERROR", RATE_LIMITED, "WIZARD_ENGINE_FAILURE"})
 HEARTBEAT_SECONDS = 2.0
 
 
@@ -39,10 +43,16 @@ class Steps:
     """The activities of one worker: its own task queue, its workspaces' folder, and how
     many repositories it takes at once."""
 
-    def __init__(self, root: Path, max_parallel: int, queue: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        max_parallel: int,
+        wizard: Sequence[str] = (sys.executable, "-m", "wizard"),
+    ) -> None:
         self.root = root
         self.max_parallel = max_parallel
-        self.queue = queue or worker_queue(root)
+        self.queue = worker_queue(root)
+        self.wizard = tuple(wizard)  # how to start `wizard` (a test's stand-in, at this edge)
         self.taken: set[str] = set()
 
     def all(self) -> list[Any]:
@@ -83,7 +93,7 @@ class Steps:
         state, outcome_file = folder / "state", folder / "outcome.json"
         await asyncio.to_thread(shutil.rmtree, state, True)
         outcome_file.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "wizard", "run", job.program, "--project",
+        command = [*self.wizard, "run", job.program, "--project",
                    str(folder / "repo"), "--preview", "--patch-out", str(folder / "change.patch"),
                    "--outcome-json", str(outcome_file), "--ci", *job.run.arguments()]  # fmt: skip
         started = time.monotonic()
@@ -96,8 +106,13 @@ class Steps:
         result = replace(run_result(outcome, time.monotonic() - started),
                          attempt=activity.info().attempt)  # fmt: skip
         if result.status == "failed" and result.error_type in RETRIED:
+            wait = None
+            if result.error_type == RATE_LIMITED:  # the gateway wants fewer runs: slow the fleet
+                wait = rate_limit_wait(result.attempt)
+                fleet = activity.client().get_workflow_handle(job.fleet_id)
+                await fleet.signal("slow_down", wait.total_seconds())
             raise ApplicationError(result.reason or result.error_type or "failed",
-                                   type=result.error_type)  # fmt: skip
+                                   type=result.error_type, next_retry_delay=wait)  # fmt: skip
         return result
 
     @activity.defn(name="publish")
@@ -122,6 +137,13 @@ class Steps:
         with contextlib.suppress(OSError):
             self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
         self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
+
+
+def rate_limit_wait(attempt: int) -> timedelta:
+    """How long a rate-limited run waits before its next attempt: `WIZARD_FLEET_RATE_WAIT`
+    seconds (default 30), doubled at each attempt, at most 10 minutes."""
+    first = number_setting(os.environ, "WIZARD_FLEET_RATE_WAIT", 30.0, float)
+    return timedelta(seconds=min(first * 2 ** (attempt - 1), 600.0))
 
 
 def worker_queue(root: Path) -> str:

@@ -148,6 +148,7 @@ class Burndown:
     budget_spent: bool = False
     cancelled: bool = False
     finished: bool = False
+    pace_seconds: float = 0.0  # between two starts: the --rate, slowed by rate limits
 
     def counts(self) -> dict[str, int]:
         """How many rows have each status."""

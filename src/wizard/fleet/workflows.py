@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -16,10 +16,12 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
+    CancelledError,
     ChildWorkflowError,
     TimeoutType,
 )
 from temporalio.exceptions import TimeoutError as StepTimeout
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from wizard.fleet.model import (
@@ -41,6 +43,8 @@ WORKER_GONE = timedelta(minutes=5)
 CLAIMS = 3
 # A run's worker that stopped heartbeating this long is gone: the run is tried again.
 HEARTBEAT = timedelta(seconds=10)
+# The slowest pace a fleet slows to on rate limits: a start every ten minutes.
+SLOWEST_GAP = 600.0
 _CLAIM = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=1.0)
 _PREPARE = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_attempts=3)
 _RUN = RetryPolicy(initial_interval=timedelta(seconds=5), backoff_coefficient=2.0,
@@ -66,6 +70,8 @@ class RepoWorkflow:
             try:
                 return await self._on(queue, job, row)
             except ActivityError as exc:
+                if isinstance(exc.cause, CancelledError):
+                    raise  # the fleet was cancelled: so is this repository
                 if not _worker_gone(exc):
                     return replace(row, status="failed", reason=_why(exc))
         return replace(row, status="failed", reason="no worker kept the repository")
@@ -85,6 +91,8 @@ class RepoWorkflow:
                 name, args=args, task_queue=queue, schedule_to_start_timeout=WORKER_GONE,
                 start_to_close_timeout=timedelta(minutes=minutes), heartbeat_timeout=heartbeat,
                 retry_policy=retry, result_type=kind,
+                # A cancelled step is waited for: its process has stopped before the clean-up.
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             )  # fmt: skip
 
         try:
@@ -129,20 +137,29 @@ class FleetWorkflow:
         self.cancelled = False
         self.finished = False
         self.running = 0
+        self.gap = 0.0  # seconds between two starts: the pace
+        self.last_start: datetime | None = None
+
+    @workflow.signal
+    def slow_down(self, wait: float) -> None:
+        """A run was rate-limited by the gateway and waits `wait` seconds: start repositories
+        half as often, and no more often than once per such wait."""
+        self.gap = min(max(self.gap * 2, wait), SLOWEST_GAP)
 
     @workflow.query
     def burndown(self) -> Burndown:
         """The fleet as it stands."""
         assert self.spec is not None
         return Burndown(self.spec.fleet_id, self.spec.program, tuple(self.rows.values()),
-                        round(self.cost, 6), self.budget_spent, self.cancelled,
-                        self.finished)  # fmt: skip
+                        round(self.cost, 6), self.budget_spent, self.cancelled, self.finished,
+                        self.gap)  # fmt: skip
 
     @workflow.run
     async def run(self, spec: FleetSpec) -> Burndown:
         """Admit every repository in order; the burndown once all have ended."""
         self.spec = spec
         self.rows = {r.id: Row(repo=r.id, source=r.source) for r in spec.repos}
+        self.gap = 60.0 / spec.rate_per_minute if spec.rate_per_minute else 0.0
         children: list[asyncio.Task[None]] = []
         try:
             for repo in spec.repos:
@@ -150,8 +167,7 @@ class FleetWorkflow:
                 if spec.max_cost is not None and self.cost >= spec.max_cost:
                     self.budget_spent = True
                     break
-                if children and spec.rate_per_minute:
-                    await workflow.sleep(timedelta(seconds=60.0 / spec.rate_per_minute))
+                await self._paced()
                 job = RepoJob(spec.fleet_id, spec.program, repo, spec.run,
                               spec.publish == "branch", spec.branch)  # fmt: skip
                 self.running += 1
@@ -171,12 +187,23 @@ class FleetWorkflow:
         self.finished = True
         return self.burndown()
 
+    async def _paced(self) -> None:
+        """Wait until the pace allows the next start (it may slow while waiting)."""
+        while self.last_start is not None:
+            wait = self.last_start + timedelta(seconds=self.gap) - workflow.now()
+            if wait <= timedelta(0):
+                break
+            await workflow.sleep(wait)
+        self.last_start = workflow.now()
+
     async def _child(self, job: RepoJob) -> None:
         try:
             row = await workflow.execute_child_workflow(
                 RepoWorkflow.run, job, id=f"{job.fleet_id}/{job.repo.id}", task_queue=TASK_QUEUE,
             )  # fmt: skip
         except ChildWorkflowError as exc:
+            if isinstance(exc.cause, CancelledError):
+                raise
             row = replace(self.rows[job.repo.id], status="failed", reason=_why(exc))
         finally:
             self.running -= 1

@@ -35,6 +35,8 @@ def summary(burndown: Burndown) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in burndown.counts().items())
     state = "cancelled" if burndown.cancelled else "finished" if burndown.finished else "running"
     spent = "; the fleet's budget is spent" if burndown.budget_spent else ""
+    if burndown.pace_seconds:
+        spent += f"; one start every {burndown.pace_seconds:g} s at most"
     cost = _cost(burndown.cost_usd) or "$0"
     return f"{len(burndown.rows)} repositories ({counts}); {state}; cost {cost}{spent}"
 

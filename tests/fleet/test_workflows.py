@@ -1,0 +1,167 @@
+"""The fleet's own logic, on a real Temporal development server and real workers, with a
+stand-in for `wizard run` (`fake_wizard.py`): which endings are retried, the pace and its
+slowing on rate limits, parallelism per fleet and per worker, the budget, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from wizard.fleet.activities import Steps
+from wizard.fleet.model import Burndown, FleetSpec, Repo
+from wizard.fleet.server import ensure_server, stop_server
+from wizard.fleet.service import cancel, serve, start_fleet
+
+FAKE = Path(__file__).with_name("fake_wizard.py")
+
+
+@pytest.fixture(scope="module")
+def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The embedded server, in a folder of its own; its address."""
+    folder = tmp_path_factory.mktemp("temporal")
+    yield ensure_server(folder).address
+    stop_server(folder)
+
+
+class World:
+    """Repositories, the stand-in's script and log, and a worker's folder."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.root = tmp_path
+        self.log = tmp_path / "fake.jsonl"
+        self.script = tmp_path / "script.json"
+        monkeypatch.setenv("FAKE_WIZARD_LOG", str(self.log))
+        monkeypatch.setenv("FAKE_WIZARD_SCRIPT", str(self.script))
+        monkeypatch.setenv("WIZARD_FLEET_RATE_WAIT", "0.5")
+
+    def repos(self, script: dict[str, list[dict[str, Any]]]) -> tuple[Repo, ...]:
+        self.script.write_text(json.dumps(script))
+        repos = []
+        for name in script:
+            folder = self.root / "repos" / name
+            folder.mkdir(parents=True)
+            (folder / "app.py").write_text("print('hi')\n")
+            for args in (["init", "--quiet"], ["add", "-A"], ["commit", "--quiet", "-m", "app"]):
+                subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                               cwd=folder, check=True, capture_output=True)  # fmt: skip
+            repos.append(Repo(name, str(folder)))
+        return tuple(repos)
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    async def fleet(self, address: str, spec: FleetSpec, worker_parallel: int = 4,
+                    during: Any = None) -> Burndown:  # fmt: skip
+        client = await Client.connect(address)
+        steps = Steps(self.root / "workspaces", worker_parallel, (sys.executable, str(FAKE)))
+        handle, started = await start_fleet(client, spec)
+        assert started
+        result = asyncio.ensure_future(handle.result())
+        side = asyncio.ensure_future(during(client)) if during else None
+        await serve(client, steps, result)
+        if side is not None:
+            await side
+        assert not any((self.root / "workspaces").rglob("*"))  # every workspace cleaned up
+        return result.result()
+
+
+def _spec(repos: tuple[Repo, ...], **bounds: Any) -> FleetSpec:
+    return FleetSpec(fleet_id=f"test-{uuid.uuid4().hex[:8]}", program="revenue-analytics",
+                     repos=repos, **bounds)  # fmt: skip
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    return World(tmp_path, monkeypatch)
+
+
+def _rows(burndown: Burndown) -> dict[str, tuple[str, int]]:
+    return {row.repo: (row.status, row.attempts) for row in burndown.rows}
+
+
+async def test_engine_and_api_failures_are_retried_and_final_endings_are_not(
+    temporal: str, world: World
+) -> None:
+    failed = {"status": "failed", "reason": "broke"}
+    repos = world.repos({
+        "engine": [{**failed, "error_type": "WIZARD_ENGINE_FAILURE"}, {}],
+        "api": [{**failed, "error_type": "WIZARD_API_ERROR"}, {}],
+        "aborted": [{"status": "aborted", "error_type": "WIZARD_ABORT", "reason": "no stripe"}],
+        "unverified": [{"status": "unverified", "reason": "a check failed"}],
+        "budget": [{**failed, "error_type": "WIZARD_BUDGET_EXCEEDED"}],
+        "violation": [{**failed, "error_type": "WIZARD_SECURITY_VIOLATION"}],
+    })  # fmt: skip
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=6), worker_parallel=6)
+    assert _rows(burndown) == {
+        "engine": ("set up", 2), "api": ("set up", 2), "aborted": ("aborted", 1),
+        "unverified": ("unverified", 1), "budget": ("failed", 1), "violation": ("failed", 1),
+    }  # fmt: skip
+    assert {row.repo: row.reason for row in burndown.rows}["aborted"] == "no stripe"
+    assert burndown.cost_usd == pytest.approx(0.06)
+    starts = [e for e in world.events() if e["event"] == "start"]
+    assert len(starts) == 8
+
+
+def _most_at_once(events: list[dict[str, Any]]) -> int:
+    running = most = 0
+    for event in sorted(events, key=lambda e: (e["at"], e["event"] == "start")):
+        running += 1 if event["event"] == "start" else -1
+        most = max(most, running)
+    return most
+
+
+async def test_parallelism_is_bounded_per_fleet_and_per_worker(temporal: str, world: World) -> None:
+    repos = world.repos({f"r{i}": [{"sleep": 0.6}] for i in range(5)})
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=3), worker_parallel=2)
+    assert {status for status, _ in _rows(burndown).values()} == {"set up"}
+    assert _most_at_once(world.events()) == 2  # the worker's bound, below the fleet's
+
+
+async def test_the_pace_spaces_starts_and_a_rate_limit_slows_it(
+    temporal: str, world: World
+) -> None:
+    limited = {"status": "failed", "error_type": "WIZARD_RATE_LIMIT", "reason": "429"}
+    repos = world.repos({"limited": [limited, {}], "a": [{}], "b": [{}]})
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=3, rate_per_minute=200))
+    assert _rows(burndown) == {"limited": ("set up", 2), "a": ("set up", 1), "b": ("set up", 1)}
+    starts = {e["repo"]: e["at"] for e in world.events() if e["event"] == "start"
+              and e["attempt"] == 1}  # fmt: skip
+    assert starts["a"] - starts["limited"] >= 0.3 and starts["b"] - starts["a"] >= 0.3
+    # 60/200 = 0.3 s between starts, slowed by the 429 to its wait (0.5 s), and doubled after.
+    assert burndown.pace_seconds >= 0.5
+
+
+async def test_no_repository_starts_once_the_budget_is_spent(temporal: str, world: World) -> None:
+    repos = world.repos({"first": [{"cost": 0.5}], "second": [{}], "third": [{}]})
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=1, max_cost=0.4))
+    assert _rows(burndown) == {"first": ("set up", 1), "second": ("skipped", 0),
+                               "third": ("skipped", 0)}  # fmt: skip
+    assert burndown.budget_spent and burndown.cost_usd == pytest.approx(0.5)
+    assert {e["repo"] for e in world.events()} == {"first"}
+
+
+async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(
+    temporal: str, world: World
+) -> None:
+    repos = world.repos({"long": [{"sleep": 60}], "queued": [{}]})
+    spec = _spec(repos, max_parallel=1)
+
+    async def cancel_once_running(client: Client) -> None:
+        while not (world.log.exists() and world.events()):
+            await asyncio.sleep(0.05)
+        await cancel(client, spec.fleet_id)
+
+    burndown = await world.fleet(temporal, spec, during=cancel_once_running)
+    assert burndown.cancelled and burndown.finished
+    assert {row.repo: row.status for row in burndown.rows} == {"long": "cancelled",
+                                                               "queued": "cancelled"}  # fmt: skip
+    assert [e["event"] for e in world.events()] == ["start", "terminated"]
