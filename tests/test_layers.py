@@ -109,7 +109,7 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (("wizard.runner",), UPPER, "the runner is below the CLI and the UI"),
     (
         ("wizard.fleet",),
-        ("wizard.runner", "wizard.journal", "wizard.tools", "wizard.engines", *UPPER),
+        ("wizard.runner", "wizard.tools", "wizard.engines", *UPPER),
         "a fleet runs `wizard run` as its activity and re-implements none of it",
     ),
     (("wizard",), ("wizard.cli",), "only the entry point imports the CLI"),

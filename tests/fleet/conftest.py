@@ -45,9 +45,11 @@ class Fleet:
         return [json.loads(line) for line in lines]
 
     def workspaces(self, state: Path | None = None) -> list[Path]:
-        """Workspaces left in a worker's folder."""
-        root = (state or self.state) / "fleet" / "workspaces"
-        return sorted(root.rglob("*")) if root.exists() else []
+        """What a worker's runs left in its state folder: workspaces, and their projects'
+        journals, previews and locks."""
+        state = state or self.state
+        left = [state / "fleet" / "workspaces", state / "journal", state / "locks"]
+        return sorted(p for folder in left if folder.exists() for p in folder.rglob("*"))
 
 
 @pytest.fixture

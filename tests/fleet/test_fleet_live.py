@@ -91,12 +91,13 @@ def test_a_killed_worker_leaves_nothing_behind_and_the_fleet_goes_on_without_red
     fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, ABORTED])
     run = [sys.executable, "-m", "wizard", "fleet", "run", PROGRAM, "--repos",
            str(fleet.world.repos_file), "--max-parallel", "1", "--json"]  # fmt: skip
-    first = subprocess.Popen(run, env=fleet.env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)  # fmt: skip
+    said = fleet.gateway_log.parent / "first-fleet.err"
+    with open(said, "w") as errors:
+        first = subprocess.Popen(run, env=fleet.env, stdout=subprocess.DEVNULL, stderr=errors)
     second_repo = "/stripe-checkout-python-1/repo"
     deadline = time.monotonic() + 120
     while not _wizard_runs_of(second_repo):  # the first repository has ended; the second runs
-        assert first.poll() is None and time.monotonic() < deadline, "the second never started"
+        assert first.poll() is None and time.monotonic() < deadline, said.read_text()
         time.sleep(0.1)
     time.sleep(1.0)  # well into its run
     os.kill(first.pid, signal.SIGKILL)
@@ -108,10 +109,10 @@ def test_a_killed_worker_leaves_nothing_behind_and_the_fleet_goes_on_without_red
 
     done = fleet.wizard(*run[3:])
     burndown = _burndown(done)
-    assert "Joined fleet" in done.stderr
-    assert _ended(burndown) == fleet.world.deserves
+    assert "Joined fleet" in done.stderr, said.read_text() + done.stderr
+    assert _ended(burndown) == fleet.world.deserves, burndown
     rows = {row["repo"]: row for row in burndown["rows"]}
-    assert rows["stripe-checkout-node-0"]["attempts"] == 1
+    assert rows["stripe-checkout-node-0"]["attempts"] == 1, burndown
     assert rows["stripe-checkout-python-1"]["attempts"] == 2  # started over, from a clean slate
     assert rows["todomvc-javascript-es5-2"]["attempts"] == 1
     # The first repository's run went to the gateway once: it was not run again.

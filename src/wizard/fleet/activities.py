@@ -30,8 +30,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from wizard.config import number_setting
+from wizard.errors import JournalError
 from wizard.fleet import gitwork
 from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
+from wizard.journal import forget_journal
 
 # Endings of a run worth another attempt: the gateway or the engine broke, not the work.
 RATE_LIMITED = "WIZARD_RATE_LIMIT"
@@ -77,7 +79,7 @@ class Steps:
         """A clean workspace for `job`: whatever an earlier attempt left goes, then a clone."""
         self.taken.add(f"{job.fleet_id}/{job.repo.id}")
         folder = self._folder(job)
-        await asyncio.to_thread(shutil.rmtree, folder, True)
+        await asyncio.to_thread(_remove, folder)
         folder.mkdir(parents=True)
         try:
             base = await asyncio.to_thread(gitwork.clone, job.repo, folder / "repo")
@@ -90,14 +92,14 @@ class Steps:
     async def run(self, job: RepoJob, workspace: Workspace) -> RunResult:
         """`wizard run --preview` on the workspace; its outcome, or a retried error."""
         folder = Path(workspace.folder)
-        state, outcome_file = folder / "state", folder / "outcome.json"
-        await asyncio.to_thread(shutil.rmtree, state, True)
+        outcome_file = folder / "outcome.json"
+        await asyncio.to_thread(_forget, folder / "repo")  # an earlier attempt's preview
         outcome_file.unlink(missing_ok=True)
         command = [*self.wizard, "run", job.program, "--project",
                    str(folder / "repo"), "--preview", "--patch-out", str(folder / "change.patch"),
                    "--outcome-json", str(outcome_file), "--ci", *job.run.arguments()]  # fmt: skip
         started = time.monotonic()
-        code, tail = await _run_wizard(command, {**os.environ, "WIZARD_STATE_DIR": str(state)})
+        code, tail = await _run_wizard(command, dict(os.environ))
         if not outcome_file.is_file():
             kind = "UsageError" if code == 2 else "WIZARD_ENGINE_FAILURE"
             raise ApplicationError(f"wizard run ended {code} with no outcome: {tail}", type=kind,
@@ -132,11 +134,27 @@ class Steps:
 
     @activity.defn(name="clean_up")
     async def clean_up(self, job: RepoJob) -> None:
-        """Remove the repository's workspace, and free its slot."""
-        await asyncio.to_thread(shutil.rmtree, self._folder(job), True)
+        """Remove the repository's workspace (its run's journal and preview too), and free its
+        slot."""
+        await asyncio.to_thread(_remove, self._folder(job))
         with contextlib.suppress(OSError):
             self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
         self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
+
+
+def _forget(project: Path) -> None:
+    """Remove the journal of a workspace's project (its preview's copy with it); a retried
+    error while a run of an earlier attempt is still ending (it holds the project's lock)."""
+    try:
+        forget_journal(project)
+    except JournalError as exc:
+        raise ApplicationError(exc.message, type="StillRunning") from exc
+
+
+def _remove(folder: Path) -> None:
+    """Remove a workspace, and the journal of its project."""
+    _forget(folder / "repo")
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def rate_limit_wait(attempt: int) -> timedelta:

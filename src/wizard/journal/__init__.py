@@ -5,7 +5,7 @@ It records and restores project files and knows nothing of harnesses; the runner
 before and after a run (`Journal.begin` / `Journal.finish`).
 """
 
-from wizard.journal.pruning import prune_demo_journals, prune_previews
+from wizard.journal.pruning import forget_journal, prune_demo_journals, prune_previews
 from wizard.journal.runs import ApplyRefused, Journal, RunRecord, Undone, UndoRefused
 from wizard.journal.store import git_available
 
@@ -15,6 +15,7 @@ __all__ = [
     "RunRecord",
     "UndoRefused",
     "Undone",
+    "forget_journal",
     "git_available",
     "prune_demo_journals",
     "prune_previews",

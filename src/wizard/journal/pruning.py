@@ -1,5 +1,6 @@
 """Pruning what would otherwise pile up in the state folder: the journals of demo projects
-(about 250 KB each), and the copies of previews never applied nor discarded.
+(about 250 KB each), the copies of previews never applied nor discarded, and the journals of
+the projects wizard makes and removes itself (a fleet's workspaces).
 
 `wizard demo` keeps each sample project in a `wizard-demo-*` temp folder for the user to look
 at, and journals its run like any other. A demo journal whose project is gone serves nothing
@@ -14,7 +15,8 @@ import time
 from pathlib import Path
 
 from wizard.config import state_root
-from wizard.journal.lock import is_locked
+from wizard.errors import JournalError
+from wizard.journal.lock import is_locked, lock_path
 from wizard.journal.project_copy import remove_copy
 from wizard.journal.runs import Journal
 
@@ -65,3 +67,16 @@ def prune_previews(
             remove_copy(folder)
         removed.append(folder.name)
     return removed
+
+
+def forget_journal(project: Path, root: Path | None = None) -> None:
+    """Remove the journal of `project`, its previews' copies and its lock file with it: for
+    a project wizard made and removes itself (a fleet's workspace), never a user's. Refused
+    while a run holds the project's lock."""
+    if is_locked(project, root):
+        raise JournalError(f"A run of {project} is still going.", "Wait for it to end.")
+    journal = Journal(project, root)
+    for copy in (journal.state / "previews").glob("*"):
+        remove_copy(copy)
+    shutil.rmtree(journal.state, ignore_errors=True)
+    lock_path(project, root).unlink(missing_ok=True)

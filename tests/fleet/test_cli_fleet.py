@@ -1,0 +1,63 @@
+"""`wizard fleet`'s refusals: before any server starts, in wizard's words, exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from wizard.testing.cli import run_wizard, wizard_env
+
+
+@pytest.fixture
+def repos_file(tmp_path: Path) -> Path:
+    repo = tmp_path / "app"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True)
+    listing = tmp_path / "repos.txt"
+    listing.write_text("app\n")
+    return listing
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["nope"], "nope"),
+        (["revenue-analytics", "--publish", "pr"], "--publish 'pr' is not a way to publish"),
+        (["revenue-analytics", "--rate", "fast"], "--rate 'fast' is not a pace"),
+        (["revenue-analytics", "--verify", "most"], "--verify 'most' is not a level"),
+        (["revenue-analytics", "--temporal", "no port"], "is not HOST:PORT"),
+    ],
+)
+def test_bad_flags_are_refused_before_anything_starts(
+    tmp_path: Path, repos_file: Path, args: list[str], said: str
+) -> None:
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9",
+                     WIZARD_STATE_DIR=str(tmp_path / "state"))  # fmt: skip
+    done = run_wizard("fleet", "run", *args[:1], "--repos", str(repos_file), *args[1:], env=env)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr
+    assert not (tmp_path / "state" / "fleet").exists()  # no server was started
+
+
+def test_no_gateway_and_a_bad_repositories_file_name_their_fix(
+    tmp_path: Path, repos_file: Path
+) -> None:
+    env = wizard_env(tmp_path, WIZARD_STATE_DIR=str(tmp_path / "state"))
+    done = run_wizard("fleet", "run", "revenue-analytics", "--repos", str(repos_file), env=env)
+    assert done.returncode == 2 and "No model gateway is configured" in done.stderr
+    worker = run_wizard("fleet", "worker", env=env)
+    assert worker.returncode == 2 and "WIZARD_GATEWAY_URL" in worker.stderr
+    repos_file.write_text("app\nmissing\n")
+    env["WIZARD_GATEWAY_URL"] = "http://127.0.0.1:9"
+    done = run_wizard("fleet", "run", "revenue-analytics", "--repos", str(repos_file), env=env)
+    assert done.returncode == 2 and "line 2" in done.stderr and "does not exist" in done.stderr
+
+
+def test_the_fleet_commands_are_listed_and_stopping_no_server_says_so(tmp_path: Path) -> None:
+    env = wizard_env(tmp_path, WIZARD_STATE_DIR=str(tmp_path / "state"))
+    listed = run_wizard("fleet", "--help", env=env)
+    assert all(name in listed.stdout for name in ("run", "worker", "status", "cancel", "server"))
+    done = run_wizard("fleet", "server", "stop", env=env)
+    assert done.returncode == 0 and "not running" in done.stdout
