@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,15 @@ def _git(*args: str, cwd: Path) -> None:
                    check=True, capture_output=True)  # fmt: skip
 
 
-def build_world(corpus: Path, where: Path, cases: list[tuple[str, str]]) -> World:
-    """Repositories for `cases` (app, truth-bench case) under `where`, and their scenario."""
+def build_world(
+    corpus: Path,
+    where: Path,
+    cases: list[tuple[str, str]],
+    first: Mapping[int, list[dict[str, Any]]] | None = None,
+) -> World:
+    """Repositories for `cases` (app, truth-bench case) under `where`, and their scenario;
+    `first` gives a repository (by number) replies of its own before its case's (a hostile
+    agent's, say)."""
     where.mkdir(parents=True, exist_ok=True)
     conversations, repos, deserves = [], [], {}
     for number, (app, name) in enumerate(cases):
@@ -74,7 +82,7 @@ def build_world(corpus: Path, where: Path, cases: list[tuple[str, str]]) -> Worl
         _git("init", "--quiet", "--initial-branch=main", cwd=repo)
         _git("add", "-A", cwd=repo)
         _git("commit", "--quiet", "-m", "the app as its authors wrote it", cwd=repo)
-        transcript = [OPENING, *_transcript(case, corpus)]
+        transcript = [OPENING, *(first or {}).get(number, []), *_transcript(case, corpus)]
         conversations.append({"match": token, "responses": transcript})
         repos.append(repo)
         deserves[repo.name] = {"proven": "proven", "not proven": "unverified"}.get(

@@ -58,8 +58,10 @@ def fleet_world(tmp_path: Path) -> Iterator[Any]:
     gateways: list[subprocess.Popen[str]] = []
     states: list[Path] = []
 
-    def start(cases: list[tuple[str, str]]) -> Fleet:
-        world = build_world(CORPUS, tmp_path / "world", cases)
+    def start(cases: list[tuple[str, str]], where: Path | None = None,
+              first: dict[int, list[dict[str, Any]]] | None = None) -> Fleet:  # fmt: skip
+        base = where or tmp_path
+        world = build_world(CORPUS, base / "world", cases, first)
         scenario = tmp_path / "scenario.json"
         scenario.write_text(json.dumps(world.scenario))
         log = tmp_path / "gateway.jsonl"
@@ -71,7 +73,7 @@ def fleet_world(tmp_path: Path) -> Iterator[Any]:
         assert gateway.stdout is not None
         ready = gateway.stdout.readline()
         assert ready.startswith("READY "), ready
-        state = tmp_path / "state"
+        state = base / "state"
         states.append(state)
         env = fleet_env(wizard_env(tmp_path, WIZARD_STATE_DIR=str(state)), ready.split()[1])
         return Fleet(world, env, log, state)

@@ -99,16 +99,19 @@ async def test_engine_and_api_failures_are_retried_and_final_endings_are_not(
         "unverified": [{"status": "unverified", "reason": "a check failed"}],
         "budget": [{**failed, "error_type": "WIZARD_BUDGET_EXCEEDED"}],
         "violation": [{**failed, "error_type": "WIZARD_SECURITY_VIOLATION"}],
+        "refused": [{"status": "usage_error", "reason": "a preview needs the sandbox"}],
     })  # fmt: skip
-    burndown = await world.fleet(temporal, _spec(repos, max_parallel=6), worker_parallel=6)
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=7), worker_parallel=7)
     assert _rows(burndown) == {
         "engine": ("set up", 2), "api": ("set up", 2), "aborted": ("aborted", 1),
         "unverified": ("unverified", 1), "budget": ("failed", 1), "violation": ("failed", 1),
+        "refused": ("failed", 1),
     }  # fmt: skip
-    assert {row.repo: row.reason for row in burndown.rows}["aborted"] == "no stripe"
-    assert burndown.cost_usd == pytest.approx(0.06)
+    reasons = {row.repo: row.reason for row in burndown.rows}
+    assert reasons["aborted"] == "no stripe" and reasons["refused"] == "a preview needs the sandbox"
+    assert burndown.cost_usd == pytest.approx(0.07)
     starts = [e for e in world.events() if e["event"] == "start"]
-    assert len(starts) == 8
+    assert len(starts) == 9
 
 
 def _most_at_once(events: list[dict[str, Any]]) -> int:

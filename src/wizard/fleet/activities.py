@@ -107,6 +107,8 @@ class Steps:
         outcome = json.loads(outcome_file.read_text(encoding="utf-8"))
         result = replace(run_result(outcome, time.monotonic() - started),
                          attempt=activity.info().attempt)  # fmt: skip
+        if result.status == "cancelled":  # stopped from outside this worker: not its result
+            raise ApplicationError(f"wizard run was interrupted: {tail}", type="Interrupted")
         if result.status == "failed" and result.error_type in RETRIED:
             wait = None
             if result.error_type == RATE_LIMITED:  # the gateway wants fewer runs: slow the fleet
@@ -171,11 +173,12 @@ def worker_queue(root: Path) -> str:
 
 
 def run_result(outcome: dict[str, Any], seconds: float) -> RunResult:
-    """How a run ended, from its outcome (`Outcome.to_dict`)."""
+    """How a run ended, from its outcome (`Outcome.to_dict`): its row says proven or set up
+    (succeeded), aborted, unverified, or failed (any other ending, a refused run included)."""
     status = outcome.get("status", "failed")
     proofs = tuple(f"{p['name']}: {p['status']}"
                    for p in (outcome.get("verification") or {}).get("proofs") or ())  # fmt: skip
-    ended = status
+    ended = status if status in ("aborted", "unverified") else "failed"
     if status == "succeeded":
         ended = "proven" if proofs and all(p.endswith(": proven") for p in proofs) else "set up"
     usage = outcome.get("usage") or {}

@@ -181,11 +181,17 @@ class FleetWorkflow:
             await asyncio.gather(*children, return_exceptions=True)
         for repo_id, row in self.rows.items():
             if row.status not in FINISHED:
-                why = "the fleet was cancelled" if self.cancelled else "the fleet's budget is spent"
-                status = "cancelled" if self.cancelled or row.status == "running" else "skipped"
-                self.rows[repo_id] = replace(row, status=status, reason=why)
+                self.rows[repo_id] = self._unfinished(row)
         self.finished = True
         return self.burndown()
+
+    def _unfinished(self, row: Row) -> Row:
+        """What a row that did not end says once the fleet has."""
+        if self.cancelled:
+            return replace(row, status="cancelled", reason="the fleet was cancelled")
+        if self.budget_spent and row.status == "queued":
+            return replace(row, status="skipped", reason="the fleet's budget was spent")
+        return replace(row, status="failed", reason=f"the fleet ended while it was {row.status}")
 
     async def _paced(self) -> None:
         """Wait until the pace allows the next start (it may slow while waiting)."""
