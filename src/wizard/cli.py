@@ -221,17 +221,21 @@ def resume(
 
 @app.command(short_help="Print the JSON Schema of the outcome or the --ci events.")
 def schema(
-    what: Annotated[str, typer.Argument(metavar="outcome|events", help="outcome or events.")],
+    what: Annotated[
+        str, typer.Argument(metavar="outcome|events|fleet", help="outcome, events or fleet.")
+    ],
 ) -> None:
     """Print the JSON Schema of what wizard writes for machines: the outcome
-    (`--outcome-json`) or one `--ci` line. Fields are only added within a major version."""
+    (`--outcome-json`), one `--ci` line, or a fleet's burndown (`wizard fleet status --json`).
+    Fields are only added within a major version."""
     import json
 
-    from wizard.schemas import events_schema, outcome_schema
+    from wizard.schemas import events_schema, fleet_schema, outcome_schema
 
-    schemas = {"outcome": outcome_schema, "events": events_schema}
+    schemas = {"outcome": outcome_schema, "events": events_schema, "fleet": fleet_schema}
     if what not in schemas:
-        raise usage_exit(UsageError(f"Unknown schema '{what}'.", "Ask for outcome or events."))
+        hint = "Ask for outcome, events or fleet."
+        raise usage_exit(UsageError(f"Unknown schema '{what}'.", hint))
     typer.echo(json.dumps(schemas[what](), indent=2))
 
 

@@ -17,9 +17,8 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -37,7 +36,6 @@ fleet_app = typer.Typer(help="Run one program across many repositories, durably 
                         no_args_is_help=True, context_settings=_CONTEXT)  # fmt: skip
 server_app = typer.Typer(help="The embedded Temporal server.", no_args_is_help=True)
 fleet_app.add_typer(server_app, name="server")
-SCHEMA_VERSION = 1
 
 TemporalOpt = Annotated[
     str | None,
@@ -328,15 +326,9 @@ def _progress() -> Callable[[Burndown], None]:
 
 def _show(burndown: Burndown, as_json: bool, ui: str | None = None) -> None:
     if as_json:
-        typer.echo(json.dumps(burndown_dict(burndown, ui), indent=1, sort_keys=True))
+        typer.echo(json.dumps(burndown.to_dict(ui), indent=1, sort_keys=True))
         return
     from wizard.ui.console import make_console
     from wizard.ui.fleet import burndown_table
 
     make_console().print(burndown_table(burndown, ui))
-
-
-def burndown_dict(burndown: Burndown, ui: str | None = None) -> dict[str, Any]:
-    """The burndown for machines: its rows and totals, versioned like the outcome."""
-    return {**asdict(burndown), "counts": burndown.counts(), "succeeded": burndown.succeeded,
-            "temporal_ui": ui, "schema_version": SCHEMA_VERSION}  # fmt: skip

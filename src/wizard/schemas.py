@@ -1,5 +1,6 @@
-"""The machine contract: JSON Schemas of the outcome and of the `--ci` events, generated from
-the dataclasses that write them (`wizard schema outcome|events` prints them).
+"""The machine contract: JSON Schemas of the outcome, of the `--ci` events and of a fleet's
+burndown, generated from the dataclasses that write them (`wizard schema
+outcome|events|fleet` prints them).
 
 Every `--ci` line and every outcome carries `schema_version` (`SCHEMA_VERSION`, major.minor).
 The promise: within a major version, fields are only ever added, never removed, renamed or
@@ -15,6 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from wizard.events import SCHEMA_VERSION, Event
+from wizard.fleet.model import FLEET_SCHEMA_VERSION, Burndown
 from wizard.outcome import Outcome
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -55,3 +57,16 @@ def events_schema() -> dict[str, Any]:
     outcome["required"] = [*outcome["required"], "event", "ts"]
     members.append(outcome)
     return {"$schema": DRAFT, "title": "wizard --ci event", "oneOf": members, "$defs": defs}
+
+
+def fleet_schema() -> dict[str, Any]:
+    """A fleet's burndown (`wizard fleet status --json`, `wizard fleet run --json`)."""
+    schema = TypeAdapter(Burndown).json_schema(mode="serialization")
+    schema["properties"] |= {
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "succeeded": {"type": "boolean"},
+        "temporal_ui": {"type": ["string", "null"]},
+        "schema_version": {"type": "string", "const": FLEET_SCHEMA_VERSION},
+    }
+    schema["required"] = [*schema.get("required", []), "counts", "succeeded", "schema_version"]
+    return {**schema, "$schema": DRAFT, "title": "wizard fleet burndown"}

@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import psutil
 import pytest
 from fleet_world import ABORTED, PROGRAM, PROVEN_NODE, PROVEN_PYTHON, UNVERIFIED
 
 from tests.fleet.conftest import Fleet
+from wizard.schemas import fleet_schema
 
 pytestmark = pytest.mark.live
 BRANCH = f"wizard/{PROGRAM}"
@@ -66,6 +68,7 @@ def test_each_repository_ends_as_it_deserves_and_a_rerun_reuses_the_branches(
 
     status = _burndown(fleet.wizard("fleet", "status", "--json"))
     assert status["rows"] == first["rows"]
+    jsonschema.validate(status, fleet_schema())  # `wizard schema fleet`
 
     again = _burndown(fleet.wizard(*run))
     assert _ended(again) == fleet.world.deserves

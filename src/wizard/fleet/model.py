@@ -6,8 +6,8 @@ Plain frozen dataclasses of JSON types, because Temporal carries them through it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 # What a repository's row says, in the burndown's order.
 RowStatus = Literal[
@@ -19,6 +19,9 @@ FINISHED: frozenset[str] = frozenset(
 )
 SUCCEEDED: frozenset[str] = frozenset({"proven", "set up"})
 TASK_QUEUE = "wizard-fleet"
+# The burndown's JSON (`wizard fleet status --json`; `wizard schema fleet`): fields are only
+# added within a major version, as the outcome's.
+FLEET_SCHEMA_VERSION = "1.0"
 
 
 @dataclass(frozen=True)
@@ -161,3 +164,8 @@ class Burndown:
     def succeeded(self) -> bool:
         """Whether every repository ended set up (proven or not)."""
         return all(row.status in SUCCEEDED for row in self.rows)
+
+    def to_dict(self, ui: str | None = None) -> dict[str, Any]:
+        """The burndown for machines: its rows and totals, and the Temporal UI's address."""
+        return {**asdict(self), "counts": self.counts(), "succeeded": self.succeeded,
+                "temporal_ui": ui, "schema_version": FLEET_SCHEMA_VERSION}  # fmt: skip
