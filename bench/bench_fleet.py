@@ -201,6 +201,9 @@ def main() -> int:
         f"  one repository: fleet {cost['fleet_of_one_seconds']} s vs bare run "
         f"{cost['bare_run_seconds']} s: +{cost['overhead_seconds']} s ({cost['ratio']}x)"
     )
+    print(f"    the fleet's start-up {cost['fleet_start_seconds']} s (once a fleet); the run in "
+          f"it {cost['run_in_fleet_seconds']} s; around each repository's run "
+          f"{cost['per_repository_seconds']} s (claim, clone, clean-up, result)")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0

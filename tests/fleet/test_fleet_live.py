@@ -88,9 +88,13 @@ def _wizard_runs_of(workspace_part: str) -> list[psutil.Process]:
     return found
 
 
-def test_a_killed_worker_leaves_nothing_behind_and_the_fleet_goes_on_without_redoing(
+def test_a_killed_worker_and_server_leave_nothing_behind_and_the_fleet_goes_on_without_redoing(
     fleet_world: Any,
 ) -> None:
+    """Mid-fleet, SIGKILL to `wizard fleet run` (the worker) and to the embedded server; the
+    same command again starts the server on its state and joins the fleet."""
+    from wizard.fleet.server import running_server
+
     fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, ABORTED])
     run = [sys.executable, "-m", "wizard", "fleet", "run", PROGRAM, "--repos",
            str(fleet.world.repos_file), "--max-parallel", "1", "--json"]  # fmt: skip
@@ -103,7 +107,10 @@ def test_a_killed_worker_leaves_nothing_behind_and_the_fleet_goes_on_without_red
         assert first.poll() is None and time.monotonic() < deadline, said.read_text()
         time.sleep(0.1)
     time.sleep(1.0)  # well into its run
+    server = running_server(fleet.state / "fleet")
+    assert server is not None
     os.kill(first.pid, signal.SIGKILL)
+    os.kill(server.pid, signal.SIGKILL)
     first.wait()
     deadline = time.monotonic() + 20
     while _wizard_runs_of(second_repo):  # its run got SIGTERM when the worker died
@@ -113,6 +120,8 @@ def test_a_killed_worker_leaves_nothing_behind_and_the_fleet_goes_on_without_red
     done = fleet.wizard(*run[3:])
     burndown = _burndown(done)
     assert "Joined fleet" in done.stderr, said.read_text() + done.stderr
+    restarted = running_server(fleet.state / "fleet")
+    assert restarted is not None and restarted.pid != server.pid
     assert _ended(burndown) == fleet.world.deserves, burndown
     rows = {row["repo"]: row for row in burndown["rows"]}
     assert rows["stripe-checkout-node-0"]["attempts"] == 1, burndown

@@ -2,9 +2,10 @@
 
 With no `--temporal` address, the fleet commands start one in the background, its state in
 one SQLite file in wizard's state folder, bound to 127.0.0.1, and later commands reuse it
-(`fleet/server.json` says where it listens). It keeps running between commands, as a
-database would, so that a fleet outlives the process that started it; `wizard fleet server
-stop` ends it, and its state stays for the next start.
+(`fleet/server.json` says where it listens; a start after a stop or a crash takes the same
+ports when they are free, so a worker that outlived it reconnects). It keeps running between
+commands, as a database would, so that a fleet outlives the process that started it; `wizard
+fleet server stop` ends it, and its state stays for the next start.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def stop_server(folder: Path | None = None) -> Server | None:
 
 
 def _start(folder: Path) -> Server:
-    port, ui, http, metrics = _free_ports(4)
+    port, ui, http, metrics = _ports(folder)
     db = folder / "temporal.db"
     command = [str(temporal_binary()), "server", "start-dev", "--db-filename", str(db),
                "--ip", "127.0.0.1", "--port", str(port), "--ui-port", str(ui),
@@ -117,6 +118,28 @@ def _start(folder: Path) -> Server:
         time.sleep(0.05)
     (folder / "server.json").write_text(json.dumps(asdict(server)))
     return server
+
+
+def _ports(folder: Path) -> list[int]:
+    """The ports the server had last time, if they are all free (so a worker still running
+    finds it again after a restart), else free ones; recorded for the next start."""
+    record = folder / "ports.json"
+    with contextlib.suppress(OSError, ValueError):
+        ports = [int(port) for port in json.loads(record.read_text())]
+        if len(ports) == 4 and all(_free(port) for port in ports):
+            return ports
+    ports = _free_ports(4)
+    record.write_text(json.dumps(ports))
+    return ports
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _free_ports(count: int) -> list[int]:
