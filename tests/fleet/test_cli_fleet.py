@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,30 @@ def test_the_fleet_commands_are_listed_and_stopping_no_server_says_so(tmp_path: 
     assert all(name in listed.stdout for name in ("run", "worker", "status", "cancel", "server"))
     done = run_wizard("fleet", "server", "stop", env=env)
     assert done.returncode == 0 and "not running" in done.stdout
+
+
+def test_ctrl_c_stops_following_and_the_fleet_goes_on(tmp_path: Path, repos_file: Path) -> None:
+    """Ctrl-C on `wizard fleet run`: exit 130, saying the fleet goes on at Temporal and how
+    to join it again or cancel it; `wizard fleet status` then shows it, and cancel stops it."""
+    import signal
+
+    from wizard.fleet.server import stop_server
+
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9",
+                     WIZARD_STATE_DIR=str(tmp_path / "state"))  # fmt: skip
+    command = [sys.executable, "-m", "wizard", "fleet", "run", "revenue-analytics", "--repos",
+               str(repos_file), "--no-worker", "--fleet", "interrupted"]  # fmt: skip
+    try:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)  # fmt: skip
+        assert process.stderr is not None
+        assert process.stderr.readline().startswith("Started fleet interrupted")
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=30)
+        assert process.returncode == 130
+        assert "it goes on at Temporal" in errors and "wizard fleet cancel interrupted" in errors
+        status = run_wizard("fleet", "status", "interrupted", "--json", env=env)
+        assert json.loads(status.stdout)["finished"] is False
+        assert run_wizard("fleet", "cancel", "interrupted", env=env).returncode == 0
+    finally:
+        stop_server(tmp_path / "state" / "fleet")

@@ -19,6 +19,7 @@ from temporalio.client import Client
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import Burndown, FleetSpec, Repo
 from wizard.fleet.server import ensure_server, stop_server
+from wizard.fleet.service import burndown as fleet_status
 from wizard.fleet.service import cancel, serve, start_fleet
 
 FAKE = Path(__file__).with_name("fake_wizard.py")
@@ -161,10 +162,15 @@ async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(
     async def cancel_once_running(client: Client) -> None:
         while not (world.log.exists() and world.events()):
             await asyncio.sleep(0.05)
+        # `wizard fleet status` of a running fleet, as another process asks (its own client).
+        now = await fleet_status(await Client.connect(temporal), spec.fleet_id)
+        assert {row.repo: row.status for row in now.rows} == {"long": "running",
+                                                              "queued": "queued"}  # fmt: skip
+        assert not now.finished
         await cancel(client, spec.fleet_id)
 
-    burndown = await world.fleet(temporal, spec, during=cancel_once_running)
-    assert burndown.cancelled and burndown.finished
-    assert {row.repo: row.status for row in burndown.rows} == {"long": "cancelled",
-                                                               "queued": "cancelled"}  # fmt: skip
+    ended = await world.fleet(temporal, spec, during=cancel_once_running)
+    assert ended.cancelled and ended.finished
+    assert {row.repo: row.status for row in ended.rows} == {"long": "cancelled",
+                                                            "queued": "cancelled"}  # fmt: skip
     assert [e["event"] for e in world.events()] == ["start", "terminated"]
