@@ -27,8 +27,8 @@ from wizard.cli_refusals import usage_exit
 from wizard.errors import UsageError, WizardError
 
 if TYPE_CHECKING:
-    from wizard.fleet.model import Burndown
-    from wizard.fleet.service import Connection, Target
+    from wizard.fleet.model import Burndown, Target
+    from wizard.fleet.service import Connection
 
 _T = TypeVar("_T")
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -52,7 +52,7 @@ WorkerParallel = Annotated[
 
 
 def _target(temporal: str | None, namespace: str, tls: bool) -> Target:
-    from wizard.fleet.service import Target
+    from wizard.fleet.model import Target
 
     address = temporal or os.environ.get("WIZARD_TEMPORAL") or None
     if address is not None and not re.fullmatch(
@@ -153,7 +153,7 @@ def run(
     each ended). The fleet is durable: run the same command again to join it after a crash.
     """
     from wizard.fleet.model import FleetSpec, RunOptions
-    from wizard.fleet.repos import read_repos
+    from wizard.fleet.repos import fleet_id_for, read_repos
     from wizard.programs import get_program
 
     try:
@@ -167,7 +167,8 @@ def run(
         if not no_worker:
             _check_gateway()
         spec = FleetSpec(
-            fleet_id=fleet or _fleet_id(program, repos), program=program, repos=read_repos(repos),
+            fleet_id=fleet or fleet_id_for(program, repos), program=program,
+            repos=read_repos(repos),
             run=RunOptions(harness, model, verify, max_turns, max_time, run_max_cost),
             max_parallel=max_parallel, max_cost=max_cost, rate_per_minute=_rate(rate),
             publish="branch" if publish == "branch" else "none",
@@ -273,12 +274,6 @@ def server_stop() -> None:
     stopped = stop_server()
     typer.echo(f"Stopped the embedded Temporal server ({stopped.address})." if stopped
                else "The embedded Temporal server is not running.")  # fmt: skip
-
-
-def _fleet_id(program: str, repos: Path) -> str:
-    from wizard.fleet.service import fleet_id_for
-
-    return fleet_id_for(program, repos)
 
 
 def _check_gateway() -> None:

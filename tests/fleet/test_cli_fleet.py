@@ -90,3 +90,17 @@ def test_ctrl_c_stops_following_and_the_fleet_goes_on(tmp_path: Path, repos_file
         assert run_wizard("fleet", "cancel", "interrupted", env=env).returncode == 0
     finally:
         stop_server(tmp_path / "state" / "fleet")
+
+
+def test_without_temporal_installed_the_fleet_names_its_install(
+    tmp_path: Path, repos_file: Path
+) -> None:
+    blocked = tmp_path / "blocked" / "temporalio"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('No module named temporalio')\n")
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9",
+                     PYTHONPATH=str(blocked.parent))  # fmt: skip
+    for args in (["run", "revenue-analytics", "--repos", str(repos_file)], ["status"]):
+        done = run_wizard("fleet", *args, env=env)
+        assert done.returncode == 2
+        assert "pip install 'wizard[fleet]'" in done.stderr and "Traceback" not in done.stderr

@@ -125,7 +125,9 @@ class Steps:
         folder = Path(workspace.folder)
         patch = folder / "change.patch"
         text = patch.read_bytes().decode(errors="surrogateescape") if patch.is_file() else ""
-        message = f"wizard: {job.program}\n\n{result.reason or 'Set up by wizard run.'}\n"
+        proofs = "".join(f"- {proof}\n" for proof in result.proofs)
+        message = (f"wizard: {job.program}\n\nSet up by `wizard run {job.program}` "
+                   f"({result.ended}).\n" + (f"\nProofs:\n{proofs}" if proofs else ""))  # fmt: skip
         try:
             return await asyncio.to_thread(
                 gitwork.publish, folder / "repo", workspace.base_commit, text, job.branch,

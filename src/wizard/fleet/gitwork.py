@@ -27,6 +27,8 @@ from wizard.layout import SKILL_FILES
 # What wizard's git may see of the environment when it works alone, and when it talks to a
 # remote (then the user's own config and credentials too, never a GIT_* override).
 _ALONE = ("PATH", "LANG", "LC_ALL", "TZ")
+_REMOTE = ("HOME", "XDG_CONFIG_HOME", "SSH_AUTH_SOCK", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+           "http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")  # fmt: skip
 _SETTINGS = (
     "core.hooksPath=/dev/null", "core.fsmonitor=false", "protocol.ext.allow=never",
     "protocol.fd.allow=never", "submodule.recurse=false", "gc.auto=0", "advice.detachedHead=false",
@@ -45,7 +47,7 @@ class GitFailed(Exception):
 
 def git(*args: str, cwd: Path, remote: bool = False, index: Path | None = None) -> str:
     """Run wizard's git in `cwd`; its standard output, or `GitFailed` with its error."""
-    keep = (*_ALONE, "HOME", "SSH_AUTH_SOCK", "XDG_CONFIG_HOME") if remote else _ALONE
+    keep = (*_ALONE, *_REMOTE) if remote else _ALONE
     env = {k: v for k, v in os.environ.items() if k in keep}
     if not remote:
         env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}

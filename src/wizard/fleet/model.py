@@ -25,6 +25,15 @@ FLEET_SCHEMA_VERSION = "1.0"
 
 
 @dataclass(frozen=True)
+class Target:
+    """Which Temporal to use: an address and namespace, or the embedded server (None)."""
+
+    address: str | None = None
+    namespace: str = "default"
+    tls: bool = False
+
+
+@dataclass(frozen=True)
 class Repo:
     """One line of the repositories file: where it is, which branch, and its id in the
     fleet (unique, safe as a folder name and in a workflow id)."""

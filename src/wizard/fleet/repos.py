@@ -81,3 +81,10 @@ def _bad(path: Path, number: int, what: str) -> UsageError:
         f"{path}, line {number}, {what}.",
         "Each line is a local git repository's path or a git URL, then optionally a branch.",
     )
+
+
+def fleet_id_for(program: str, repos_file: Path) -> str:
+    """The default fleet id: the program and the repositories file's path, so the same
+    command names the same fleet (and joins it while it runs)."""
+    digest = hashlib.sha256(str(repos_file.resolve()).encode()).hexdigest()[:8]
+    return f"{program}-{digest}"

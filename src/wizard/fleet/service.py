@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -23,20 +21,11 @@ from temporalio.worker import Worker
 from wizard.config import state_root
 from wizard.errors import ConfigError, UsageError
 from wizard.fleet.activities import Steps
-from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec
+from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Target
 from wizard.fleet.server import ensure_server
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
 POLL_SECONDS = 0.5
-
-
-@dataclass(frozen=True)
-class Target:
-    """Which Temporal to use: an address and namespace, or the embedded server (None)."""
-
-    address: str | None = None
-    namespace: str = "default"
-    tls: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,13 +49,6 @@ async def connect(target: Target) -> Connection:
         hint = "Check --temporal (HOST:PORT), --namespace and --tls."
         raise ConfigError(f"Cannot reach Temporal at {address}: {exc}", hint) from exc
     return Connection(client, ui)
-
-
-def fleet_id_for(program: str, repos_file: Path) -> str:
-    """The default fleet id: the program and the repositories file's path, so the same
-    command names the same fleet (and joins it while it runs)."""
-    digest = hashlib.sha256(str(repos_file.resolve()).encode()).hexdigest()[:8]
-    return f"{program}-{digest}"
 
 
 async def start_fleet(
