@@ -128,3 +128,21 @@ def test_the_repositorys_own_filters_and_hooks_never_run(origin: Path, tmp_path:
              "-print('hi')\n+import posthog\n")  # fmt: skip
     assert gitwork.publish(checkout, base, patch, BRANCH, "m").state == "created"
     assert not ran.exists()
+
+
+def test_a_url_and_a_branch_are_cloned_and_published_back_to_the_url(
+    origin: Path, tmp_path: Path
+) -> None:
+    _git("checkout", "--quiet", "-b", "release", cwd=origin)
+    (origin / "app.py").write_text("print('release')\n")
+    _git("commit", "--quiet", "-am", "release", cwd=origin)
+    _git("checkout", "--quiet", "main", cwd=origin)
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    url = f"file://{origin}"
+    base = gitwork.clone(Repo("origin", url, "release"), folder / "repo")
+    assert base == _git("rev-parse", "release", cwd=origin)
+    patch = _patch(folder / "repo", {"app.py": "import posthog\nprint('release')\n"})
+    published = gitwork.publish(folder / "repo", base, patch, BRANCH, "m")
+    assert published.state == "created"
+    assert _git("rev-parse", f"{BRANCH}~1", cwd=origin) == base
