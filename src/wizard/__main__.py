@@ -10,8 +10,10 @@ import sys
 
 
 def run() -> None:
-    """Load the CLI, then run it; the only way in."""
+    """Load the CLI, then run it; the only way in. A run of pi gets its engine started while
+    the rest loads (`runner.harness.pi.early`)."""
     try:
+        _start_pi_early()
         from wizard.cli import main
     except KeyboardInterrupt:
         raise SystemExit(_cancelled_while_loading()) from None
@@ -19,6 +21,14 @@ def run() -> None:
         main()
     except SystemExit as done:
         _exit_now(done.code)
+
+
+def _start_pi_early() -> None:
+    import os
+
+    from wizard.runner.harness.pi.early import prestart
+
+    prestart(sys.argv[1:], os.environ)
 
 
 def _exit_now(code: object) -> None:

@@ -223,6 +223,12 @@ def _record(prefix: Path) -> Path:
     return state_root() / "engines" / f"{prefix.name}-{where}.json"
 
 
+def checked_as_recorded(prefix: Path) -> bool:
+    """Whether the engine tree has a record of its install and is exactly as recorded (the
+    check `check_unchanged` makes, without recording a tree that has no record)."""
+    return tree_changes(prefix, _record(prefix)) == []
+
+
 def check_unchanged(prefix: Path, progress: Callable[[str], None] = lambda line: None) -> None:
     """The engine tree is as installed; `EngineChanged` naming what differs otherwise.
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from wizard.engines.bundle import verified_bundle
+from wizard.engines.bundle import ensure_bundle, verified_bundle
 from wizard.runner.harness.driver import DetectionPolicy, EngineHarness, SessionFactory
+from wizard.runner.harness.pi.early import adopt_early_host
 from wizard.runner.harness.pi.session import HostProcess, PiSession, start_host
 from wizard.runner.harness.types import AgentSession, EngineLaunch
 
@@ -39,6 +40,11 @@ class PiHarness(EngineHarness):
         """Make sure pi is installed (installing it on first use) and its files are the ones
         installed, then start the first session's host; `EngineError` (`EngineChanged`) if
         the engine is not as installed (and then nothing of it runs)."""
+        if self._early:  # the host started with the process, on the engine it checked
+            self._host = await adopt_early_host(await asyncio.to_thread(ensure_bundle, progress))
+            if self._host is not None:
+                progress("pi started with wizard: its engine was checked then")
+                return
         engine = await asyncio.to_thread(verified_bundle, progress)
         if self._early:
             self._host = await start_host(engine)

@@ -38,8 +38,9 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from wizard.engines.bundle import NodeBundle, ensure_bundle
 from wizard.errors import EngineError
@@ -56,7 +57,7 @@ EventCallback = Callable[[PiEvent], None]
 PROVIDER = "wizard-gateway"
 _STDERR_KEEP = 16_384
 HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
-_LINE_LIMIT = 1 << 30  # one event line holds at most one whole assistant message
+LINE_LIMIT = 1 << 30  # one event line holds at most one whole assistant message
 
 
 # A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
@@ -86,14 +87,37 @@ def models_json(api: GatewayApi, model: str, url: str, key: str) -> dict[str, An
     return {"providers": {PROVIDER: provider}}
 
 
+class EngineProcess(Protocol):
+    """What a session uses of its host's process: `asyncio.subprocess.Process`, or a host
+    started before the event loop (`early.PopenProcess`)."""
+
+    pid: int
+    stdin: asyncio.StreamWriter | None
+    stdout: asyncio.StreamReader | None
+    stderr: asyncio.StreamReader | None
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit status once it has ended."""
+
+    def kill(self) -> None:
+        """SIGKILL."""
+
+    def terminate(self) -> None:
+        """SIGTERM."""
+
+    async def wait(self) -> int:
+        """Wait for it to end; its exit status."""
+
+
 class HostProcess:
     """A pi host started on the checked engine, loading pi's SDK and waiting for its launch:
     its process and its private folders (pi's agent folder, its temp folder). Started by
-    `start_host`, early (`PiHarness.prepare`) or when a session starts; a `PiSession` adopts
-    it, and `discard` (a session's close, or the harness's for one no session took) ends it
-    if it still runs and removes its folders."""
+    `start_host`, early (`PiHarness.prepare`, or with the process: `early`) or when a session
+    starts; a `PiSession` adopts it, and `discard` (a session's close, or the harness's for
+    one no session took) ends it if it still runs and removes its folders."""
 
-    def __init__(self, engine: NodeBundle, process: asyncio.subprocess.Process, agent_dir: Path,
+    def __init__(self, engine: NodeBundle, process: EngineProcess, agent_dir: Path,
                  temp_dir: Path) -> None:  # fmt: skip
         self.engine, self.process = engine, process
         self.agent_dir, self.temp_dir = agent_dir, temp_dir
@@ -108,9 +132,18 @@ class HostProcess:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-async def start_host(engine: NodeBundle) -> HostProcess:
-    """Start a pi host on `engine` (which the caller has checked): it loads pi's SDK and the
-    sandbox runtime at once, and runs nothing until a launch comes on its stdin."""
+@dataclass(frozen=True)
+class HostLaunch:
+    """How to start a pi host on an engine: its command, environment and private folders."""
+
+    command: tuple[str, ...]
+    env: dict[str, str]
+    agent_dir: Path
+    temp_dir: Path
+
+
+def host_launch(engine: NodeBundle) -> HostLaunch:
+    """A new host's command and folders, on `engine` (which the caller has checked)."""
     # The host's own temp folder (the sandbox runtime's sockets go there): removed at close
     # even when pi was killed and could not clean up after itself.
     temp_dir = _host_temp_dir()
@@ -123,20 +156,26 @@ async def start_host(engine: NodeBundle) -> HostProcess:
         "WIZARD_SANDBOX_ENTRY": str(engine.sandbox_entry),
         "TMPDIR": str(temp_dir),
     }
+    return HostLaunch((str(engine.node), str(HOST_SCRIPT)), env, agent_dir, temp_dir)
+
+
+async def start_host(engine: NodeBundle) -> HostProcess:
+    """Start a pi host on `engine` (which the caller has checked): it loads pi's SDK and the
+    sandbox runtime at once, and runs nothing until a launch comes on its stdin."""
+    launch = host_launch(engine)
     process = await asyncio.create_subprocess_exec(
-        str(engine.node),
-        str(HOST_SCRIPT),
-        cwd=temp_dir,  # the launch names the project, and the host moves there
-        env=env,
+        *launch.command,
+        cwd=launch.temp_dir,  # the launch names the project, and the host moves there
+        env=launch.env,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        limit=_LINE_LIMIT,
+        limit=LINE_LIMIT,
         # Its own session: a Ctrl-C at the terminal reaches only wizard, which then
         # tears pi down in order (abort, then stop) instead of orphaning its children.
         start_new_session=True,
     )
-    return HostProcess(engine, process, agent_dir, temp_dir)
+    return HostProcess(engine, process, launch.agent_dir, launch.temp_dir)
 
 
 class PiSession:
@@ -160,7 +199,7 @@ class PiSession:
         # How long the host waits for wizard to read its events before it gives up.
         self.stall_seconds = stall_seconds
         self.bridge = HostBridge(launch.gate)
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: EngineProcess | None = None
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[PiEvent]] = {}
         self._subscribers: list[EventCallback] = []
@@ -259,7 +298,7 @@ class PiSession:
             self._host = None
         await self._exits.aclose()
 
-    async def _stop_process(self, process: asyncio.subprocess.Process) -> None:
+    async def _stop_process(self, process: EngineProcess) -> None:
         """Close the host's stdin and wait for it to go (once it says it has left, the rest is
         Node's own teardown: it is killed instead of waited for); terminate, then kill, a host
         that does not."""
