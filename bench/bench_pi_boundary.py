@@ -38,7 +38,7 @@ from wizard.runner.harness.listener import RunListener
 from wizard.runner.harness.pi.session import PROVIDER, models_json
 from wizard.runner.harness.state import RunOutput
 from wizard.testing.sessions import open_pi_session
-from wizard.tools.fence import child_env
+from wizard.tools.child_env import child_env
 
 MODEL = "scripted-1"
 TIMEOUT_S = 240.0

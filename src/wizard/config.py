@@ -28,7 +28,6 @@ set wins over the file, and a flag wins over both.
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -178,11 +177,3 @@ def number_setting(
     if number is None or number < 0:
         raise UsageError(f"{name}={value!r} is not a number ≥ 0.", f"Set {name} to a number.")
     return number
-
-
-def state_root() -> Path:
-    """wizard's state folder (`$WIZARD_STATE_DIR`, else `$XDG_STATE_HOME/wizard`)."""
-    if custom := os.environ.get("WIZARD_STATE_DIR"):
-        return Path(custom)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "wizard"

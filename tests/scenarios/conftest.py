@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from wizard.engines import bundle as engine
-from wizard.runner.harness.pi.session import HOST_SCRIPT
+from wizard.runner.harness.pi.early import HOST_SCRIPT
 from wizard.testing.cli import wizard_env
 from wizard.testing.contract import assert_valid_line
 

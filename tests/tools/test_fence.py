@@ -20,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wizard.tools.base import Decision
-from wizard.tools.fence import MAX_TOOL_CALLS, Fence, child_env
+from wizard.tools.child_env import child_env
+from wizard.tools.fence import MAX_TOOL_CALLS, Fence
 from wizard.tools.files import edit_text, read_text, write_text
 
 SECRET = "s3cr3t-value-never-shown"

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from wizard.config import state_root
 from wizard.engines.integrity import make_read_only, make_writable, record_tree, tree_changes
 from wizard.errors import EngineChanged, EngineError, EngineInstallError
+from wizard.layout import state_root
 
 PI_PACKAGE = "@mariozechner/pi-coding-agent"
 PI_VERSION = "0.73.1"

@@ -9,9 +9,9 @@ from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
-from wizard.config import state_root
 from wizard.engines.integrity import file_matches_record
 from wizard.errors import EngineChanged, UsageError
+from wizard.layout import state_root
 
 SDK_PACKAGE = "claude-agent-sdk"
 SDK_VERSION = "0.2.189"

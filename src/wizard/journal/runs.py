@@ -23,7 +23,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from wizard.atomic import write_atomically
-from wizard.config import state_root
 from wizard.errors import ConfigError, JournalError, UsageError
 from wizard.journal.dependencies import dependency_changes, prune_listings
 from wizard.journal.edits import Edits, edits_between
@@ -31,6 +30,7 @@ from wizard.journal.leftovers import remove_unjournaled
 from wizard.journal.project_copy import copy_project, remove_copy
 from wizard.journal.refusals import ApplyRefused, UndoRefused
 from wizard.journal.store import PLAIN_BITS, Change, GitStore, Snapshot
+from wizard.layout import state_root
 
 DEFAULT_KEEP = 20
 # The ids of pruned runs, so a command naming one says it was pruned, not that it never was.

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wizard.config import state_root
 from wizard.events import EventSink, LogLine
+from wizard.layout import state_root
 from wizard.runlog import log_dir
 from wizard.runner.previewing import Workspace
 from wizard.tools.sandbox import (

@@ -11,7 +11,6 @@ and the harness ends the run as `WIZARD_SECURITY_VIOLATION`.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,28 +28,10 @@ SHRINK_GUARD_MIN_CHARS = 400
 SHRINK_GUARD_LOSS = 0.3
 
 # The only variables a command the agent runs may inherit.
-CHILD_ENV_ALLOW = (
-    *("PATH", "HOME", "SHELL", "USER", "LOGNAME", "TMPDIR", "TMP", "TEMP", "TERM", "LANG"),
-    *("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"),
-    *("CURL_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
-    *("http_proxy", "https_proxy", "no_proxy"),
-)
-CHILD_ENV_ALLOW_PREFIXES = ("LC_",)
-
 _PATH_TOOLS = ("read", "write", "edit")
 
 
 ALLOW = Decision(allow=True)
-
-
-def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The scrubbed environment for a command the agent runs: the allowlist only."""
-    source = os.environ if environ is None else environ
-    return {
-        key: value
-        for key, value in source.items()
-        if key in CHILD_ENV_ALLOW or key.startswith(CHILD_ENV_ALLOW_PREFIXES)
-    }
 
 
 class Fence:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from wizard.runner.harness.pi.early import runs_pi
@@ -31,3 +34,20 @@ def test_only_a_pi_run_starts_pi_early(
     argv: list[str], environ: dict[str, str], expected: tuple[str, str] | None
 ) -> None:
     assert runs_pi(argv, environ) == expected
+
+
+def test_a_run_on_another_harness_ends_the_host_started_early(tmp_path: Path) -> None:
+    """`make_harness` for another harness ends pi's early host at once (not at exit, where
+    the run's sweep of leftover processes would count it as the agent's), and its folders."""
+    from wizard.runner.harness import registry
+    from wizard.runner.harness.pi import early
+
+    folders = (tmp_path / "agent", tmp_path / "temp")
+    for folder in folders:
+        folder.mkdir()
+    host = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    early._process, early._folders = host, folders
+    registry.make_harness("anthropic")
+    assert host.wait(timeout=5) != 0
+    assert early._process is None
+    assert not any(folder.exists() for folder in folders)

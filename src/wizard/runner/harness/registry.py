@@ -11,6 +11,7 @@ for its help text at no cost.
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,13 @@ class HarnessEntry:
     # `wizard engines install NAME` installs its engine; else it comes with a Python package
     # (`make` names the install command when it is missing).
     wizard_installs: bool
+
+    def release_early_start(self) -> None:
+        """End what its adapter started with the process for a run that is not its own (an
+        adapter's `early` module, if it was loaded, has `discard_unclaimed`)."""
+        early = sys.modules.get(f"{self.adapter}.early")
+        if early is not None:
+            early.discard_unclaimed()
 
     def make(self) -> Harness:
         harness: Harness = getattr(importlib.import_module(f"{self.adapter}.harness"),
@@ -55,7 +63,11 @@ HARNESSES: dict[str, HarnessEntry] = {
 
 
 def make_harness(name: str) -> Harness:
-    """The harness registered under `name` (the switchboard has checked it)."""
+    """The harness registered under `name` (the switchboard has checked it); what another
+    harness's engine started with the process for nothing is ended now."""
+    for other in HARNESSES.values():
+        if other.name != name:
+            other.release_early_start()
     return HARNESSES[name].make()
 
 

@@ -19,7 +19,7 @@ from wizard.programs.types import McpProof
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
 from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
 from wizard.runner.proofs.sink import ProbeSink, Received
-from wizard.tools.fence import child_env
+from wizard.tools.child_env import child_env
 from wizard.tools.shell import SandboxedShell, shell_command
 
 START_TIMEOUT_S = 45.0

@@ -40,7 +40,7 @@ from wizard.errors import EngineError
 from wizard.runner.harness.anthropic.adapter import BUILTIN_TOOLS, GateHooks, mcp_server
 from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
 from wizard.tools.base import HostTool
-from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
+from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
 from wizard.tools.shell import SandboxedShell, shell_tool
 
 ClientFactory = Callable[[Any], Any]

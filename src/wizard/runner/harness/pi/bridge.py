@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from wizard.runner.harness.gate import ToolGate
-from wizard.tools.fence import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
+from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
 
 log = logging.getLogger(__name__)
 

@@ -1,19 +1,28 @@
 """A pi host started with the `wizard` process, before wizard has loaded the rest of itself.
 
 Loading pi's SDK is most of the engine's start-up (about 1.3 s here), and wizard's own
-imports and planning before a run takes its first step about as long. So when the command
-line says a pi run is coming (`wizard run`, `skill` or `demo`, no other harness asked for),
-`__main__` calls `prestart` first thing: a thread checks the installed engine against its
-install record, exactly as a run's engine stage does, and only then starts a host, which
-loads the SDK and waits for its launch on stdin. The run's pi harness adopts it
-(`adopt_early_host`) instead of checking the engine and starting one itself; a run that ends
-before (a usage error, another harness) never launches it, and it is killed at exit.
+imports and planning before a run takes its first step take about a second. So when the
+command line says a pi run is coming (`wizard run`, `skill` or `demo`, no other harness
+asked for), `__main__` calls `prestart` first thing. It starts this module as a process of
+its own (its own interpreter, so that nothing it does slows wizard's loading), which:
 
-Nothing changes for what the host may do: it runs nothing of pi's before the check passed,
-and nothing of the agent's before a session sends the launch. An engine with no record yet
-(installed before records were kept) or not installed at all is left to the run, which
-installs or records it and says so. This module imports only the standard library at load,
-so that `__main__` pays nothing for it when the command is not a run.
+1. checks the installed engine against its install record, exactly as a run's engine stage
+   does (`bundle.checked_as_recorded`);
+2. says so on its first stdout line (`{"ready": true, "prefix"}`, or `{"ready": false,
+   "why"}` and exit), and only if all is well
+3. becomes the pi host (`execve` of Node on `host.mjs`, in the host's own folders, which
+   `prestart` made, and scrubbed environment): it loads pi's SDK and waits for its launch
+   on stdin.
+
+The run's pi harness adopts it (`adopt_early_host`) instead of checking the engine and
+starting a host itself; a command that ends before (a usage error, another harness) kills it
+at exit and removes its folders. A program whose own binding picks another harness
+(`replay-vision`) starts one for nothing: its runs pay a Node start on another core. An
+engine with no record yet, or none installed, is left to the run, which installs or records
+it and says so. Nothing of pi runs before the check passed, and nothing of the agent's
+before a session sends the launch. This module imports
+only the standard library (and `tools.child_env`, a leaf) at load, so `__main__` pays
+nothing for it otherwise, and the early process little.
 """
 
 from __future__ import annotations
@@ -21,14 +30,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import json
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from wizard.tools.child_env import child_env
 
 if TYPE_CHECKING:
     import asyncio
@@ -39,20 +53,50 @@ if TYPE_CHECKING:
 _RUNS_PI = frozenset({"run", "skill", "demo"})
 _NOT_A_RUN = frozenset({"-h", "--help", "-V", "--version", "--show-completion",
                         "--install-completion"})  # fmt: skip
+_process: subprocess.Popen[bytes] | None = None
+_folders: tuple[Path, Path] | None = None
+_lock = threading.Lock()
+HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
+# A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
+# up to ~40 characters) into the host's temp folder.
+_SOCKET_DIR_MAX = 64
 
 
-@dataclass
-class _Early:
-    engine: NodeBundle
-    popen: subprocess.Popen[bytes]
+@dataclass(frozen=True)
+class HostLaunch:
+    """How to start a pi host on an engine: its command, environment and private folders."""
+
+    command: tuple[str, ...]
+    env: dict[str, str]
     agent_dir: Path
     temp_dir: Path
 
 
-_thread: threading.Thread | None = None
-_early: _Early | None = None
-_exiting = False  # set at exit: no host starts after it
-_lock = threading.Lock()
+def host_folders() -> tuple[Path, Path]:
+    """A new host's private folders: pi's agent folder, and its temp folder (the sandbox
+    runtime's sockets go there), which are removed at close even when pi was killed and
+    could not clean up after itself."""
+    base = tempfile.gettempdir()
+    if len(base) + len("/wizard-pi-tmp-xxxxxxxx") > _SOCKET_DIR_MAX and os.path.isdir("/tmp"):
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="wizard-pi-")), Path(
+        tempfile.mkdtemp(prefix="wizard-pi-tmp-", dir=base)
+    )
+
+
+def host_launch(engine: NodeBundle, folders: tuple[Path, Path] | None = None) -> HostLaunch:
+    """A host's command, environment and folders (new ones unless given), on `engine`
+    (which the caller has checked)."""
+    agent_dir, temp_dir = folders or host_folders()
+    env = {
+        **child_env(),
+        "PI_CODING_AGENT_DIR": str(agent_dir),
+        "PI_OFFLINE": "1",
+        "WIZARD_PI_ENTRY": str(engine.sdk_entry),
+        "WIZARD_SANDBOX_ENTRY": str(engine.sandbox_entry),
+        "TMPDIR": str(temp_dir),
+    }
+    return HostLaunch((str(engine.node), str(HOST_SCRIPT)), env, agent_dir, temp_dir)
 
 
 def runs_pi(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[str, str] | None:
@@ -73,84 +117,55 @@ def runs_pi(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[str, str] 
 
 
 def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
-    """Start checking the engine and a host in the background, if this command runs pi."""
-    global _thread
-    found = runs_pi(argv, environ)
-    if found is None or _thread is not None:
+    """Start the engine's check and then its host, in a process of their own, if this
+    command runs pi."""
+    global _process, _folders
+    if runs_pi(argv, environ) is None or _process is not None:
         return
-    program = found[1] if found[0] == "run" else None
-    atexit.register(_discard_unclaimed)
-    _thread = threading.Thread(target=_start, args=(program,), daemon=True, name="wizard-pi")
-    _thread.start()
-
-
-def _start(program: str | None) -> None:
-    global _early
-    try:
-        if program is not None and not _runs_on_pi(program):
-            return
-        from wizard.engines.bundle import checked_as_recorded, find_node, installed_bundle
-        from wizard.runner.harness.pi.session import host_launch
-
-        find_node()
-        engine = installed_bundle()
-        if engine is None or not checked_as_recorded(engine.prefix):
-            return  # the run installs or records it, and says so
-        with _lock:
-            if _exiting:
-                return
-            launch = host_launch(engine)
-            popen = subprocess.Popen(
-                launch.command, cwd=launch.temp_dir, env=launch.env, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            )  # fmt: skip
-            _early = _Early(engine, popen, launch.agent_dir, launch.temp_dir)
-    except Exception:  # whatever it was, the run's own engine stage meets it and says so
-        return
-
-
-def _runs_on_pi(program: str) -> bool:
-    """Whether the program exists and its own binding leaves it on pi (the flag and the
-    environment have said nothing)."""
-    from wizard.programs import PROGRAMS
-
-    config = PROGRAMS.get(program)
-    return config is not None and config.binding.harness in (None, "pi")
+    with contextlib.suppress(OSError):
+        _folders = host_folders()  # made here, so that they go whenever the host goes
+        atexit.register(discard_unclaimed)
+        _process = subprocess.Popen(
+            [sys.executable, "-m", __name__, *map(str, _folders)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
 
 
 async def adopt_early_host(engine: NodeBundle) -> HostProcess | None:
-    """The host started with the process, if it runs `engine` and still waits for its
+    """The host started with the process, if it runs `engine` (checked) and waits for its
     launch; None otherwise (then the caller checks the engine and starts one)."""
-    global _early
+    global _process, _folders
     import asyncio
 
-    if _thread is not None:
-        await asyncio.to_thread(_thread.join)
-    with _lock:
-        early, _early = _early, None
-    if early is None:
-        return None
     from wizard.runner.harness.pi.session import HostProcess
 
-    host = HostProcess(early.engine, await _adopted(early.popen), early.agent_dir, early.temp_dir)
-    if early.popen.poll() is not None or early.engine.prefix != engine.prefix:
+    with _lock:
+        (popen, folders), _process, _folders = (_process, _folders), None, None
+    if popen is None or folders is None:
+        return None
+    host = HostProcess(engine, await _adopted(popen), *folders)
+    assert host.process.stdout is not None
+    try:
+        said = json.loads(await asyncio.wait_for(host.process.stdout.readline(), 60) or b"{}")
+    except (TimeoutError, ValueError):
+        said = {}
+    if not said.get("ready") or said.get("prefix") != str(engine.prefix):
         await host.discard()
         return None
     return host
 
 
-def _discard_unclaimed() -> None:
-    """At exit: kill a host no run took, and remove its folders; none starts after this."""
-    global _exiting
+def discard_unclaimed() -> None:
+    """Kill a host no run took, and remove its folders (at exit, or when the run turned out
+    to be another harness's: `registry.make_harness`)."""
+    global _process, _folders
     with _lock:
-        _exiting = True
-        early = _early
-    if early is None:
-        return
-    with contextlib.suppress(OSError):
-        early.popen.kill()
-        early.popen.wait(timeout=5)
-    for folder in (early.agent_dir, early.temp_dir):
+        (popen, folders), _process, _folders = (_process, _folders), None, None
+    if popen is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            popen.kill()
+            popen.communicate(timeout=5)
+    for folder in folders or ():
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -186,14 +201,13 @@ class PopenProcess:
 
     async def wait(self) -> int:
         """Wait for it to end (on its pidfd where there is one, else polling)."""
-
         while (code := self._popen.poll()) is None:
             await _exited(self.pid)
         return code
 
 
 async def _exited(pid: int) -> None:
-    """Return once process `pid` may have ended: its pidfd is readable, or 20 ms went by."""
+    """Return once process `pid` may have ended: its pidfd is readable, or time went by."""
     import asyncio
 
     try:
@@ -236,3 +250,27 @@ async def _adopted(popen: subprocess.Popen[bytes]) -> PopenProcess:
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return PopenProcess(popen, writer, readers[0], readers[1])
+
+
+def _check_then_become_the_host(folders: tuple[Path, Path]) -> None:
+    """In the early process: check, say so, and become the host in `folders` (or exit)."""
+    from wizard.engines.bundle import checked_as_recorded, installed_bundle
+
+    def say(answer: dict[str, Any]) -> None:
+        os.write(1, json.dumps(answer).encode() + b"\n")
+
+    try:
+        engine = installed_bundle()  # its Node's version is the run's to check (`ensure_bundle`)
+        if engine is None or not checked_as_recorded(engine.prefix):
+            return say({"ready": False, "why": "no engine checked against a record"})
+        launch = host_launch(engine, folders)
+    except Exception as exc:  # whatever it is, the run's own engine stage meets it
+        return say({"ready": False, "why": str(exc)})
+    say({"ready": True, "prefix": str(engine.prefix)})
+    os.chdir(launch.temp_dir)  # the launch names the project, and the host moves there
+    os.execve(launch.command[0], list(launch.command), launch.env)
+
+
+if __name__ == "__main__":
+    _check_then_become_the_host((Path(sys.argv[1]), Path(sys.argv[2])))
+    sys.exit(3)

@@ -36,9 +36,7 @@ import logging
 import os
 import shutil
 import signal
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,8 +44,8 @@ from wizard.engines.bundle import NodeBundle, ensure_bundle
 from wizard.errors import EngineError
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
+from wizard.runner.harness.pi.early import host_launch
 from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, SessionStats
-from wizard.tools.fence import child_env
 from wizard.tools.limits import MAX_TIMEOUT_S, CommandLimits
 
 log = logging.getLogger(__name__)
@@ -56,21 +54,7 @@ PiEvent = dict[str, Any]
 EventCallback = Callable[[PiEvent], None]
 PROVIDER = "wizard-gateway"
 _STDERR_KEEP = 16_384
-HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
 LINE_LIMIT = 1 << 30  # one event line holds at most one whole assistant message
-
-
-# A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
-# up to ~40 characters) into the host's temp folder.
-_SOCKET_DIR_MAX = 64
-
-
-def _host_temp_dir() -> Path:
-    """A fresh temp folder for the host, short enough to hold Unix sockets."""
-    base = tempfile.gettempdir()
-    if len(base) + len("/wizard-pi-tmp-xxxxxxxx") > _SOCKET_DIR_MAX and os.path.isdir("/tmp"):
-        base = "/tmp"
-    return Path(tempfile.mkdtemp(prefix="wizard-pi-tmp-", dir=base))
 
 
 def models_json(api: GatewayApi, model: str, url: str, key: str) -> dict[str, Any]:
@@ -130,33 +114,6 @@ class HostProcess:
             await self.process.wait()
         for folder in (self.agent_dir, self.temp_dir):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-@dataclass(frozen=True)
-class HostLaunch:
-    """How to start a pi host on an engine: its command, environment and private folders."""
-
-    command: tuple[str, ...]
-    env: dict[str, str]
-    agent_dir: Path
-    temp_dir: Path
-
-
-def host_launch(engine: NodeBundle) -> HostLaunch:
-    """A new host's command and folders, on `engine` (which the caller has checked)."""
-    # The host's own temp folder (the sandbox runtime's sockets go there): removed at close
-    # even when pi was killed and could not clean up after itself.
-    temp_dir = _host_temp_dir()
-    agent_dir = Path(tempfile.mkdtemp(prefix="wizard-pi-"))
-    env = {
-        **child_env(),
-        "PI_CODING_AGENT_DIR": str(agent_dir),
-        "PI_OFFLINE": "1",
-        "WIZARD_PI_ENTRY": str(engine.sdk_entry),
-        "WIZARD_SANDBOX_ENTRY": str(engine.sandbox_entry),
-        "TMPDIR": str(temp_dir),
-    }
-    return HostLaunch((str(engine.node), str(HOST_SCRIPT)), env, agent_dir, temp_dir)
 
 
 async def start_host(engine: NodeBundle) -> HostProcess:

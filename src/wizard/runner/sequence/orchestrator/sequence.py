@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from wizard.config import state_root
 from wizard.events import AnalyticsEvent, QueueTaskChanged, SpinnerStarted, SpinnerStopped
+from wizard.layout import state_root
 from wizard.outcome import AgentErrorType, AgentResult, Outcome, Outro, Usage
 from wizard.runner.harness.types import Harness, TaskRunInputs
 from wizard.runner.sequence.context import RunContext, host_tools, install_program_skill
