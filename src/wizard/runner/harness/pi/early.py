@@ -125,9 +125,12 @@ def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     with contextlib.suppress(OSError):
         _folders = host_folders()  # made here, so that they go whenever the host goes
         atexit.register(discard_unclaimed)
+        # `-P` and a folder of wizard's own: nothing of the current folder (the project,
+        # often, where an agent may have planted a `wizard` package) is on its path.
         _process = subprocess.Popen(
-            [sys.executable, "-m", __name__, *map(str, _folders)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            [sys.executable, "-P", "-m", __name__, *map(str, _folders)], cwd=_folders[1],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
         )  # fmt: skip
 
 
