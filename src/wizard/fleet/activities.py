@@ -49,7 +49,9 @@ class Steps:
         self,
         root: Path,
         max_parallel: int,
-        wizard: Sequence[str] = (sys.executable, "-m", "wizard"),
+        # `-P`, and the workspace as its folder: nothing of the folder the worker was started
+        # in is on the run's Python path.
+        wizard: Sequence[str] = (sys.executable, "-P", "-m", "wizard"),
     ) -> None:
         self.root = root
         self.max_parallel = max_parallel
@@ -99,7 +101,7 @@ class Steps:
                    str(folder / "repo"), "--preview", "--patch-out", str(folder / "change.patch"),
                    "--outcome-json", str(outcome_file), "--ci", *job.run.arguments()]  # fmt: skip
         started = time.monotonic()
-        code, tail = await _run_wizard(command, dict(os.environ))
+        code, tail = await _run_wizard(command, dict(os.environ), folder)
         if not outcome_file.is_file():
             kind = "UsageError" if code == 2 else "WIZARD_ENGINE_FAILURE"
             raise ApplicationError(f"wizard run ended {code} with no outcome: {tail}", type=kind,
@@ -192,11 +194,12 @@ def run_result(outcome: dict[str, Any], seconds: float) -> RunResult:
     )  # fmt: skip
 
 
-async def _run_wizard(command: list[str], env: dict[str, str]) -> tuple[int, str]:
+async def _run_wizard(command: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
     """Run `command` to its end, heartbeating; on cancellation (or this worker's death) it
     gets SIGTERM and its own clean teardown. Its exit code and the tail of its errors."""
     process = await asyncio.create_subprocess_exec(
-        *command, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        *command, env=env, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent,
     )  # fmt: skip
     assert process.stderr is not None
