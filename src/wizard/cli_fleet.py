@@ -51,16 +51,17 @@ WorkerParallel = Annotated[
 ]
 
 
-def _target(temporal: str | None, namespace: str, tls: bool) -> Target:
+def _target(command: str, temporal: str | None, namespace: str, tls: bool) -> Target:
+    """Which Temporal the command uses; a bad address is a usage error (exit 2)."""
     from wizard.fleet.model import Target
 
     address = temporal or os.environ.get("WIZARD_TEMPORAL") or None
-    if address is not None and not re.fullmatch(
-        r"[\w.-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}", address
-    ):
-        raise UsageError(
+    pattern = r"[\w.-]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5}"
+    if address is not None and not re.fullmatch(pattern, address):
+        error = UsageError(
             f"--temporal {address!r} is not HOST:PORT.", "For example: localhost:7233."
         )
+        raise usage_exit(error, f"fleet {command}")
     return Target(address, namespace, tls)
 
 
@@ -173,9 +174,9 @@ def run(
             max_parallel=max_parallel, max_cost=max_cost, rate_per_minute=_rate(rate),
             publish="branch" if publish == "branch" else "none",
         )  # fmt: skip
-        target = _target(temporal, namespace, tls)
     except WizardError as exc:
         raise usage_exit(exc, "fleet run") from exc
+    target = _target("run", temporal, namespace, tls)
 
     async def work(connection: Connection) -> tuple[Burndown, str | None]:
         from wizard.fleet.service import follow, serve, start_fleet, worker_steps
@@ -205,9 +206,9 @@ def worker(
     Ctrl-C or SIGTERM (a repository it was running is taken again)."""
     try:
         _check_gateway()
-        target = _target(temporal, namespace, tls)
     except WizardError as exc:
         raise usage_exit(exc, "fleet worker") from exc
+    target = _target("worker", temporal, namespace, tls)
 
     async def work(connection: Connection) -> None:
         from wizard.fleet.service import serve, worker_steps
@@ -230,10 +231,7 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a fleet's burndown: one row per repository, totals, cost and time."""
-    try:
-        target = _target(temporal, namespace, tls)
-    except WizardError as exc:
-        raise usage_exit(exc, "fleet status") from exc
+    target = _target("status", temporal, namespace, tls)
 
     async def work(connection: Connection) -> tuple[Burndown, str | None]:
         from wizard.fleet.service import burndown
@@ -252,10 +250,7 @@ def cancel(
     tls: TlsOpt = False,
 ) -> None:
     """Stop a fleet: running repositories are stopped and cleaned up, queued ones never start."""
-    try:
-        target = _target(temporal, namespace, tls)
-    except WizardError as exc:
-        raise usage_exit(exc, "fleet cancel") from exc
+    target = _target("cancel", temporal, namespace, tls)
 
     async def work(connection: Connection) -> None:
         from wizard.fleet.service import cancel as cancel_fleet
