@@ -25,6 +25,7 @@ import typer
 from wizard.cli_options import HarnessOpt, ModelOpt
 from wizard.cli_refusals import usage_exit
 from wizard.errors import UsageError, WizardError
+from wizard.runner.harness.registry import HARNESSES, harness_names
 
 if TYPE_CHECKING:
     from wizard.fleet.model import Burndown, Target
@@ -165,6 +166,8 @@ def run(
             )
         if verify not in (None, "basic", "full"):
             raise UsageError(f"--verify {verify!r} is not a level.", "Use basic or full.")
+        if harness is not None and harness not in HARNESSES:
+            raise UsageError(f"Unknown harness {harness!r}.", f"Use {harness_names()}.")
         if not no_worker:
             _check_gateway()
         spec = FleetSpec(

@@ -29,6 +29,7 @@ def repos_file(tmp_path: Path) -> Path:
         (["revenue-analytics", "--publish", "pr"], "--publish 'pr' is not a way to publish"),
         (["revenue-analytics", "--rate", "fast"], "--rate 'fast' is not a pace"),
         (["revenue-analytics", "--verify", "most"], "--verify 'most' is not a level"),
+        (["revenue-analytics", "--harness", "codex"], "Unknown harness 'codex'"),
         (["revenue-analytics", "--temporal", "no port"], "is not HOST:PORT"),
     ],
 )
