@@ -322,6 +322,6 @@ def _show(burndown: Burndown, as_json: bool, ui: str | None = None) -> None:
         typer.echo(json.dumps(burndown.to_dict(ui), indent=1, sort_keys=True))
         return
     from wizard.ui.console import make_console
-    from wizard.ui.fleet import burndown_table
+    from wizard.ui.fleet import burndown_view
 
-    make_console().print(burndown_table(burndown, ui))
+    make_console().print(burndown_view(burndown, ui))

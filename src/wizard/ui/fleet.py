@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from rich import box
+from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from wizard.fleet.model import Burndown, Row
 
@@ -11,23 +13,24 @@ _STYLES = {"proven": "green", "set up": "green", "aborted": "yellow", "unverifie
            "failed": "red", "running": "cyan", "skipped": "dim", "cancelled": "dim"}  # fmt: skip
 
 
-def burndown_table(burndown: Burndown, ui: str | None = None) -> Table:
-    """The fleet's rows, with its totals and cost as the caption."""
-    table = Table(title=f"Fleet {burndown.fleet_id}: {burndown.program}", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+def burndown_view(burndown: Burndown, ui: str | None = None) -> RenderableType:
+    """The fleet's rows, then each repository's reason, its totals and cost. Every text that
+    came from a run (a reason is the agent's own words) is shown as text, never as markup."""
+    table = Table(title=Text(f"Fleet {burndown.fleet_id}: {burndown.program}"),
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
     for column in ("repository", "status", "cost", "time", "published"):
         table.add_column(column, no_wrap=True)
-    table.add_column("reason", ratio=1, overflow="fold")
     for row in burndown.rows:
-        style = _STYLES.get(row.status, "")
-        table.add_row(row.repo, f"[{style}]{row.status}[/]" if style else row.status,
+        table.add_row(Text(row.repo), Text(row.status, style=_STYLES.get(row.status, "")),
                       _cost(row.cost_usd), f"{row.seconds:.0f} s" if row.seconds else "",
-                      _branch(row), _reason(row))  # fmt: skip
-    branches = {row.branch for row in burndown.rows if row.branch}
-    table.caption = summary(burndown) + "".join(f"\nPublished to branch {b}" for b in branches)
-    table.caption += f"\nTemporal UI: {ui}" if ui else ""
-    table.caption_justify = "left"
-    return table
+                      _branch(row))  # fmt: skip
+    lines = [f"{row.repo}: {reason}" for row in burndown.rows if (reason := _reason(row))]
+    lines += ["", summary(burndown)]
+    lines += [
+        f"Published to branch {b}" for b in sorted({r.branch for r in burndown.rows if r.branch})
+    ]
+    lines += [f"Temporal UI: {ui}"] if ui else []
+    return Group(table, Text("\n".join(lines)))
 
 
 def summary(burndown: Burndown) -> str:
@@ -59,4 +62,4 @@ def _branch(row: Row) -> str:
 
 def _reason(row: Row) -> str:
     left_out = f" (left out of the commit: {', '.join(row.left_out)})" if row.left_out else ""
-    return (row.reason[:160] + left_out).strip()
+    return (row.reason[:300] + left_out).strip()
