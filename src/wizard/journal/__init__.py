@@ -7,9 +7,10 @@ before and after a run (`Journal.begin` / `Journal.finish`).
 
 from wizard.journal.pruning import forget_journal, prune_demo_journals, prune_previews
 from wizard.journal.runs import ApplyRefused, Journal, RunRecord, Undone, UndoRefused
-from wizard.journal.store import git_available
+from wizard.journal.store import GIT_ENV_ALLOW, git_available, own_git_env
 
 __all__ = [
+    "GIT_ENV_ALLOW",
     "ApplyRefused",
     "Journal",
     "RunRecord",
@@ -17,6 +18,7 @@ __all__ = [
     "Undone",
     "forget_journal",
     "git_available",
+    "own_git_env",
     "prune_demo_journals",
     "prune_previews",
 ]

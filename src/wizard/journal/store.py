@@ -63,7 +63,7 @@ _GIT_MODES = {"100644": 0o644, "100755": 0o755}
 PLAIN_BITS = 0o777
 DEFAULT_MAX_FILE = 50_000_000
 # What wizard's git may see of the environment: enough to run, nothing of wizard's or git's.
-_GIT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
+GIT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
 _GIT_SETTINGS = (
     "core.autocrlf=false", "core.fileMode=true", "core.symlinks=true", "core.fsmonitor=false",
     "core.hooksPath=/dev/null", "core.untrackedCache=false", "protocol.allow=never",
@@ -119,6 +119,13 @@ def _repository(path: Path, info: os.stat_result) -> str:
         return f"unreadable:{exc.errno}"
 
 
+def own_git_env() -> dict[str, str]:
+    """The environment of wizard's own git: enough to run, nothing of wizard's or git's, and
+    no system or user config (the journal's, and a fleet's when it talks to no remote)."""
+    env = {k: v for k, v in os.environ.items() if k in GIT_ENV_ALLOW}
+    return env | {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}
+
+
 def git_available() -> bool:
     """Whether the journal's engine, git, is installed."""
     return shutil.which("git") is not None
@@ -133,8 +140,7 @@ class GitStore:
         self.git_dir = state / "journal.git"
 
     def _git(self, *args: str, store: bool = True, stdin: bytes | None = None) -> bytes:
-        env = {k: v for k, v in os.environ.items() if k in _GIT_ENV_ALLOW}
-        env |= {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}
+        env = own_git_env()
         if store:
             env |= {"GIT_DIR": str(self.git_dir), "GIT_INDEX_FILE": str(self.state / "index")}
         command = ["git", *(arg for s in _GIT_SETTINGS for arg in ("-c", s)), *args]
