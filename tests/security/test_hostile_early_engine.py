@@ -34,3 +34,8 @@ def test_a_planted_wizard_package_in_the_current_folder_never_runs(
                           timeout=120)  # fmt: skip
     assert done.returncode in (1, 2, 3), done.stderr
     assert not canary.exists()
+    # What the user does next, from the same folder: wizard's journal commands.
+    for command in (["runs"], ["diff"], ["undo"]):
+        subprocess.run([str(script), *command, "--project", "."], cwd=project, env=env,
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert not canary.exists(), command
