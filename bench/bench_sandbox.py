@@ -4,10 +4,13 @@ Run: .venv/bin/python bench/bench_sandbox.py [--runs 20] [--json FILE]
 (the run in the README: `--json bench/results/sandbox.json`)
 
 In one Node process, with the pinned sandbox runtime started once on a run's policy (as
-wizard's pi host does), each command runs `--runs` times through `bash -c`, wrapped and
-unwrapped in turn: `true`, `ls`, `npm --version`. Reported: the median and p90 wall time of
-each, and the ratio of the medians. The project is a small folder with a `node_modules` of
-2,000 files, since the runtime scans the project for `.env*` files at every wrap.
+wizard's pi host does), each command runs `--runs` times through `bash -c` in turn: plain,
+in a sandbox wrapped for it then, and in the sandbox made ahead for it (`sandbox_ahead.mjs`,
+as the pi host runs commands: made while the model thinks, so only the hand-over, the check
+that nothing it saw changed and the command count). Commands: `true`, `ls`, `npm --version`.
+Reported: the median and p90 wall time of each, and the ratio of the medians to plain. The
+project is a small folder with a `node_modules` of 2,000 files, since the runtime scans the
+project for `.env*` files at every wrap and the hand-over looks at every folder.
 """
 
 from __future__ import annotations
@@ -24,30 +27,49 @@ from wizard.engines.bundle import ensure_bundle
 from wizard.tools.sandbox import build_policy
 
 COMMANDS = ["true", "ls", "npm --version"]
+AHEAD = Path(__file__).parents[1] / "src" / "wizard" / "tools" / "sandbox_ahead.mjs"
 
 DRIVER = r"""
 import { pathToFileURL } from "node:url";
-import { execFileSync } from "node:child_process";
-const [entry, specFile, runs, cwd] = process.argv.slice(2);
+import { spawn } from "node:child_process";
+const [entry, specFile, runs, cwd, aheadModule] = process.argv.slice(2);
 const { readFileSync } = await import("node:fs");
 const spec = JSON.parse(readFileSync(specFile, "utf8"));
 const { SandboxManager } = await import(pathToFileURL(entry).href);
 await SandboxManager.initialize(spec.config);
+const ahead = await import(pathToFileURL(aheadModule).href);
+process.chdir(cwd);
+const env = { ...process.env, ...spec.env };
+const made = new ahead.SandboxAhead({
+  sandbox: SandboxManager, shell: { shell: "/bin/bash", args: ["-c"] }, prefix: spec.prefix,
+  cwd, roots: ahead.watchedRoots(spec.config, cwd), env,
+});
 const commands = JSON.parse(process.env.COMMANDS);
 const timing = {};
-const time = (command) => {
-  const start = process.hrtime.bigint();
-  execFileSync("bash", ["-c", command], { cwd, stdio: "ignore" });
-  return Number(process.hrtime.bigint() - start) / 1e6;
-};
+// As pi's shell runs a line: a process of its own, waited for without blocking.
+const exec = (line) => new Promise((resolve) => {
+  const options = { cwd, env, stdio: "ignore", detached: true };
+  spawn("/bin/bash", ["-c", line], options).on("close", resolve);
+});
+const since = (start) => Number(process.hrtime.bigint() - start) / 1e6;
 for (const command of commands) {
-  timing[command] = { plain: [], sandboxed: [] };
+  timing[command] = { plain: [], sandboxed: [], ahead: [] };
   for (let i = 0; i < Number(runs); i++) {
-    timing[command].plain.push(time(command));
+    const plain = process.hrtime.bigint();
+    await exec(command);
+    timing[command].plain.push(since(plain));
     const start = process.hrtime.bigint(); // the wrap (a scan for .env files) counts too
-    const wrapped = spec.prefix + (await SandboxManager.wrapWithSandbox(command));
-    execFileSync("bash", ["-c", wrapped], { cwd, stdio: "ignore" });
-    timing[command].sandboxed.push(Number(process.hrtime.bigint() - start) / 1e6);
+    await exec(spec.prefix + (await SandboxManager.wrapWithSandbox(command)));
+    timing[command].sandboxed.push(since(start));
+    SandboxManager.cleanupAfterCommand();
+    made.prepare();
+    await made.current.ready; // made while the model thinks
+    const handed = process.hrtime.bigint();
+    const prepared = await made.take(cwd, env, command);
+    if (!prepared) throw new Error("the sandbox made ahead was not taken");
+    await prepared.run(command, cwd, { onData: () => {}, timeout: 0 });
+    timing[command].ahead.push(since(handed));
+    SandboxManager.cleanupAfterCommand();
   }
 }
 await SandboxManager.reset();
@@ -81,21 +103,23 @@ def main(runs: int) -> dict[str, Any]:
         driver.write_text(DRIVER)
         out = subprocess.run(
             [str(engine.node), str(driver), str(engine.sandbox_entry), str(spec), str(runs),
-             str(project)],
+             str(project), str(AHEAD)],
             capture_output=True, text=True, check=True,
             env={**os.environ, "COMMANDS": json.dumps(COMMANDS)},
         )  # fmt: skip
     timing = json.loads(out.stdout.strip().splitlines()[-1])
     results = {}
     for command, series in timing.items():
-        plain, boxed = _stats(series["plain"]), _stats(series["sandboxed"])
-        ratio = round(boxed["median_ms"] / plain["median_ms"], 1)
-        results[command] = {"plain": plain, "sandboxed": boxed, "ratio_of_medians": ratio}
-        extra = boxed["median_ms"] - plain["median_ms"]
-        print(
-            f"{command:16} plain {plain['median_ms']:7.1f} ms  sandboxed "
-            f"{boxed['median_ms']:7.1f} ms  ×{ratio}  (+{extra:.0f} ms)"
-        )
+        plain = _stats(series["plain"])
+        results[command] = {"plain": plain}
+        shown = f"{command:16} plain {plain['median_ms']:7.1f} ms"
+        for kind in ("sandboxed", "ahead"):
+            figures = _stats(series[kind])
+            ratio = round(figures["median_ms"] / plain["median_ms"], 1)
+            extra = figures["median_ms"] - plain["median_ms"]
+            results[command][kind] = {**figures, "ratio_of_medians": ratio}
+            shown += f"  {kind} {figures['median_ms']:7.1f} ms ×{ratio} (+{extra:.0f} ms)"
+        print(shown)
     return {"runs": runs, "commands": results}
 
 

@@ -2,7 +2,7 @@
 after its last reply byte before the process exits, and what the sandbox adds to a command.
 
 Run: .venv/bin/python bench/bench_startup.py [--runs 3] [--sizes 0,20000,100000]
-     [--harnesses pi,anthropic] [--before SRC] [--json bench/results/startup.json]
+     [--harnesses pi,anthropic] [--think-ms 500] [--before SRC] [--json FILE]
 
 Side by side in one run, for each project size and harness (runs interleaved, medians):
 
@@ -16,7 +16,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
 - exit: the scripted reply is `[ABORT] bench stop`; from the gateway's last byte of it to the
   wizard process's exit;
 - tool: five `bash ls` calls, then the abort; the gateway's time from the end of a reply that
-  asks for the call to the request that brings its result, sandboxed and `--no-sandbox`.
+  asks for the call to the request that brings its result, sandboxed and `--no-sandbox`: once
+  with replies at once, and once with the model taking `--think-ms` (500) before each reply's
+  first byte, as a real one does (the next command's sandbox is made in that time).
 
 With `--before SRC` (another checkout's `src` folder, e.g. a `git worktree` of an older
 commit), every wizard figure is measured for that tree too, interleaved with this one.
@@ -195,9 +197,11 @@ def start_and_exit(harness: str, project: Path, folder: Path, src: Path | None
 
 
 def tool_round_trip(harness: str, project: Path, folder: Path, sandboxed: bool,
-                    src: Path | None) -> float:  # fmt: skip
-    """The median time from a reply asking for `bash ls` to the request with its result."""
-    calls = [reply(call(TOOL_NAME[harness], command="ls")) for _ in range(TOOL_CALLS)]
+                    src: Path | None, think_ms: int = 0) -> float:  # fmt: skip
+    """The median time from a reply asking for `bash ls` to the request with its result, the
+    model taking `think_ms` before each reply."""
+    calls = [reply(call(TOOL_NAME[harness], command="ls"), latency_ms=think_ms)
+             for _ in range(TOOL_CALLS)]  # fmt: skip
     extra = () if sandboxed else ("--no-sandbox",)
     _, records, _, code = wizard_run(harness, project, folder, [*calls, ABORT], *extra, src=src)
     assert code == 3 and len(records) == TOOL_CALLS + 1, (code, len(records))
@@ -206,12 +210,15 @@ def tool_round_trip(harness: str, project: Path, folder: Path, sandboxed: bool,
     )
 
 
-def measure(harness: str, project: Path, folder: Path, src: Path | None) -> dict[str, float]:
+def measure(harness: str, project: Path, folder: Path, src: Path | None, think_ms: int
+            ) -> dict[str, float]:  # fmt: skip
     """One build's start, exit and tool round trips (milliseconds)."""
     figures = {key: value * 1000 for key, value in
                start_and_exit(harness, project, folder, src).items()}  # fmt: skip
-    figures["tool_plain"] = tool_round_trip(harness, project, folder, False, src) * 1000
-    figures["tool_sandboxed"] = tool_round_trip(harness, project, folder, True, src) * 1000
+    for think, suffix in ((0, ""), (think_ms, "_thinking")):
+        for sandboxed, name in ((False, "tool_plain"), (True, "tool_sandboxed")):
+            trip = tool_round_trip(harness, project, folder, sandboxed, src, think)
+            figures[name + suffix] = trip * 1000
     return figures
 
 
@@ -220,14 +227,17 @@ def summary(runs: list[dict[str, float]], engine_floor: float) -> dict[str, floa
     figures = {key: round(statistics.median(run[key] for run in runs), 1) for key in runs[0]}
     figures["engine_floor"] = engine_floor
     figures["over_floor"] = round(figures["start_to_first_request"] - engine_floor, 1)
-    figures["sandbox_adds"] = round(figures["tool_sandboxed"] - figures["tool_plain"], 1)
+    for suffix in ("", "_thinking"):
+        added = figures["tool_sandboxed" + suffix] - figures["tool_plain" + suffix]
+        figures["sandbox_adds" + suffix] = round(added, 1)
     return figures
 
 
-def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
-          ) -> dict[str, Any]:  # fmt: skip
+def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None,
+          think_ms: int) -> dict[str, Any]:  # fmt: skip
     builds: dict[str, Path | None] = {"now": None, **({"before": before} if before else {})}
-    results: dict[str, Any] = {"runs": runs, "cores": os.cpu_count(), "sizes": {}}
+    results: dict[str, Any] = {"runs": runs, "cores": os.cpu_count(), "think_ms": think_ms,
+                               "sizes": {}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="wizard-bench-startup-", dir="/var/tmp") as tmp:
         root = Path(tmp)
         for size in sizes:
@@ -241,7 +251,7 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
                 for _ in range(runs):  # interleaved, so a noisy moment hits every column
                     floors.append(floor(harness, project, folder) * 1000)
                     for build, src in builds.items():
-                        measured[build].append(measure(harness, project, folder, src))
+                        measured[build].append(measure(harness, project, folder, src, think_ms))
                 engine_floor = round(statistics.median(floors), 1)
                 by_harness[harness] = {
                     build: summary(values, engine_floor) for build, values in measured.items()
@@ -259,11 +269,17 @@ def main() -> None:
     parser.add_argument("--sizes", default="0,20000,100000")
     parser.add_argument("--harnesses", default="pi,anthropic")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--think-ms",
+        type=int,
+        default=500,
+        help="the model's time before each reply, in the second tool figures",
+    )
     parser.add_argument("--before", type=Path,
                         help="another checkout's src folder, measured side by side")  # fmt: skip
     args = parser.parse_args()
     results = bench(args.runs, [int(size) for size in args.sizes.split(",")],
-                    args.harnesses.split(","), args.before)  # fmt: skip
+                    args.harnesses.split(","), args.before, args.think_ms)  # fmt: skip
     print("(milliseconds, medians)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

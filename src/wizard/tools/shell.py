@@ -217,11 +217,11 @@ def shell_tool(
     async def run(args: Mapping[str, Any]) -> ToolResult:
         command = str(args.get("command", ""))
         timeout = limits.timeout(args.get("timeout"))
-        absent = [n for n in (*PLACEHOLDERS, ".claude") if not os.path.lexists(project_dir / n)]
+        absent = absent_placeholders(project_dir)
         try:
             return await _run(command, timeout)
         finally:
-            _remove_placeholders(project_dir, absent)
+            remove_placeholders(project_dir, absent)
 
     async def _run(command: str, timeout: float) -> ToolResult:
         code, text = await run_command(command, sandbox, project_dir, timeout, environ)
@@ -314,8 +314,14 @@ async def _stop_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _remove_placeholders(project_dir: Path, absent: list[str]) -> None:
-    """Remove the empty placeholder files a killed sandbox runtime left where nothing was."""
+def absent_placeholders(project_dir: Path) -> list[str]:
+    """The names the sandbox runtime may stand a placeholder in for that are not there now."""
+    return [n for n in (*PLACEHOLDERS, ".claude") if not os.path.lexists(project_dir / n)]
+
+
+def remove_placeholders(project_dir: Path, absent: list[str]) -> None:
+    """Remove the empty placeholder files a killed sandbox runtime left where nothing was
+    (`absent`, from `absent_placeholders` before its commands)."""
     for name in absent:
         path = project_dir / name
         with contextlib.suppress(OSError):

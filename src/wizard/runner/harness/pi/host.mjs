@@ -22,6 +22,7 @@
 import net from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { SandboxAhead, watchedRoots } from "../../../tools/sandbox_ahead.mjs";
 
 const PREVIEW_CHARS = 300;
 // Loading starts now; nothing of either runs a session or a command before the launch.
@@ -30,6 +31,7 @@ const sandboxLoading = import(pathToFileURL(process.env.WIZARD_SANDBOX_ENTRY).hr
 piLoading.catch(() => {}); // awaited below; an early failure must not be unhandled first
 sandboxLoading.catch(() => {});
 let sandbox = null; // the sandbox runtime, once started (launch.sandbox)
+let ahead = null; // the next command's sandbox, made while the model thinks (sandbox_ahead.mjs)
 
 function die(message, code = 70) {
   process.stderr.write(`wizard pi host: ${message}\n`);
@@ -41,7 +43,11 @@ function die(message, code = 70) {
  * Node's own teardown, a tenth of a second, which wizard need not wait for), then exit.
  */
 async function leave(code = 0) {
-  await Promise.race([sandbox?.reset(), new Promise((resolve) => setTimeout(resolve, 2000))]);
+  const stopped = (async () => {
+    await ahead?.discard(); // the next command's sandbox, with its placeholders in the project
+    await sandbox?.reset();
+  })();
+  await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
   process.stdout.write(JSON.stringify({ type: "left" }) + "\n");
   process.exit(code);
 }
@@ -239,12 +245,8 @@ function scrubbedEnv(env) {
 function shellTool(pi, cwd) {
   const bash = pi.createBashToolDefinition(cwd, {
     // The sandbox's own variables (a private temp folder and package caches) come last.
-    spawnHook: ({ command, cwd: dir, env }) => ({
-      command,
-      cwd: dir,
-      env: { ...scrubbedEnv(env), ...(launch.sandbox?.env ?? {}) },
-    }),
-    operations: sandbox ? sandboxedBash(pi) : undefined,
+    spawnHook: ({ command, cwd: dir, env }) => ({ command, cwd: dir, env: commandEnv(env) }),
+    operations: sandbox ? sandboxedBash(pi, cwd) : undefined,
   });
   return sequential(withTimeout(bash));
 }
@@ -283,16 +285,28 @@ if (launch.sandbox) {
 }
 
 /**
- * pi's own local shell, with each command wrapped by the sandbox runtime first. A command that
+ * pi's own local shell, with each command in a sandbox of its own: the one made ahead for it
+ * (`sandbox_ahead.mjs`) when it is still good, else one the runtime wraps now. A command that
  * failed on a read-only folder gets the policy's note, which says why (a preview's copy).
  */
-function sandboxedBash(pi) {
+function sandboxedBash(pi, cwd) {
   const local = pi.createLocalBashOperations();
   const note = launch.sandbox.readOnlyNote;
   const limits = launch.sandbox.limitNotes;
+  const { prefix } = launch.sandbox;
+  ahead = new SandboxAhead({
+    sandbox,
+    shell: pi.getShellConfig(),
+    prefix,
+    cwd,
+    roots: watchedRoots(launch.sandbox.config, cwd),
+    env: firstCommandEnv(pi),
+  });
+  ahead.prepare();
   return {
     exec: async (command, dir, options) => {
-      const wrapped = await sandbox.wrapWithSandbox(command);
+      const prepared = await ahead.take(dir, options.env, command);
+      const wrapped = prepared ? null : prefix + (await sandbox.wrapWithSandbox(command));
       let readOnly = false;
       let tail = "";
       const onData = (data) => {
@@ -302,8 +316,9 @@ function sandboxedBash(pi) {
         options.onData(data);
       };
       try {
-        const line = launch.sandbox.prefix + wrapped;
-        const result = await local.exec(line, dir, { ...options, onData });
+        const result = prepared
+          ? await prepared.run(command, dir, { ...options, onData })
+          : await local.exec(wrapped, dir, { ...options, onData });
         if (readOnly && result.exitCode !== 0) options.onData(Buffer.from(`\n${note}\n`));
         // A command a limit stopped says which (the same rules as wizard's own shell).
         const limit = result.exitCode
@@ -317,6 +332,21 @@ function sandboxedBash(pi) {
       }
     },
   };
+}
+
+/** The environment pi gives a command (its shell's, pi's bin folder first on PATH) as the
+ * spawn hook makes it; the commands after the first are prepared with the last one's. */
+function firstCommandEnv(pi) {
+  const bin = path.join(pi.getAgentDir(), "bin");
+  const entries = (process.env.PATH ?? "").split(path.delimiter).filter(Boolean);
+  const PATH = entries.includes(bin) ? process.env.PATH : [bin, ...entries].join(path.delimiter);
+  return commandEnv({ ...process.env, PATH });
+}
+
+/** A command's environment: the allowlisted part of pi's, then the sandbox's own variables (a
+ * private temp folder and package caches). */
+function commandEnv(env) {
+  return { ...scrubbedEnv(env), ...(launch.sandbox?.env ?? {}) };
 }
 
 // --- the session ----------------------------------------------------------------------------
@@ -366,6 +396,13 @@ let lastAssistant = null;
 // The agent awaits its listeners: awaiting the write here is what paces pi to wizard's reading.
 session.agent.subscribe(async (event) => {
   if (event.type === "message_end" && event.message.role === "assistant") lastAssistant = event.message;
+  // Tool calls run one at a time: the next command's sandbox is made once a call has ended,
+  // and none is kept while another tool runs (what it changes must be in the next one, and
+  // it must not find the sandbox's placeholders in the project).
+  if (ahead && event.type === "tool_execution_start" && event.toolName !== "bash") {
+    await ahead.discard();
+  }
+  if (ahead && event.type === "tool_execution_end") ahead.prepare();
   const line = compact(event);
   if (line !== null) await send(line);
 });

@@ -47,6 +47,7 @@ from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.early import host_launch
 from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, SessionStats
 from wizard.tools.limits import MAX_TIMEOUT_S, CommandLimits
+from wizard.tools.shell import absent_placeholders, remove_placeholders
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,10 @@ class PiSession:
         self._eof = asyncio.Event()
         # The host said it is leaving: its session, commands and sandbox helpers are done.
         self._left = asyncio.Event()
+        # Names where the sandbox may stand placeholders in (the next command's sandbox is made
+        # while the model thinks) that were not there before: a host that could not clean up
+        # after itself (killed) leaves them, and `close` removes them.
+        self._absent: list[str] = []
         # What crossed the boundary from pi: the volume benchmarks and tests measure.
         self.bytes_read = 0
         self.lines_read = 0
@@ -187,6 +192,8 @@ class PiSession:
             asyncio.create_task(self._read_stdout()),
             asyncio.create_task(self._read_stderr()),
         ]
+        if self.launch.sandbox is not None and self.launch.shell:
+            self._absent = absent_placeholders(self.launch.project_dir)
         try:
             assert self._process.stdin is not None
             self._process.stdin.write(json.dumps(self._launch_spec(host)).encode() + b"\n")
@@ -246,6 +253,7 @@ class PiSession:
             for pid in survivors:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
+        remove_placeholders(self.launch.project_dir, self._absent)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,289 @@
+"""The sandbox made ahead for the agent's next command (`tools/sandbox_ahead.mjs`), with the
+real sandbox runtime and bubblewrap: a command handed to it runs exactly as in a sandbox made
+for it, and a sandbox that no longer fits what is on disk is never used.
+
+Each test drives the module from a small Node script: a list of steps in, one JSON line out
+per step. The project lives outside the system temp folder, which the sandbox closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.live.conftest import run_live, session_pid
+from wizard.engines import bundle as engine
+from wizard.processes import descendants, is_running
+from wizard.runner.harness.pi.session import PiSession
+from wizard.testing.script import reply, text
+from wizard.tools.sandbox import build_policy
+
+pytestmark = pytest.mark.live
+
+MODULE = Path(__file__).parents[2] / "src" / "wizard" / "tools" / "sandbox_ahead.mjs"
+SECRET = "AHEAD-SECRET-2718"
+
+DRIVER = r"""
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [runtime, module, specFile, stepsFile] = process.argv.slice(2);
+const spec = JSON.parse(readFileSync(specFile, "utf8"));
+const steps = JSON.parse(readFileSync(stepsFile, "utf8"));
+const { SandboxManager } = await import(pathToFileURL(runtime).href);
+const ahead = await import(pathToFileURL(module).href);
+await SandboxManager.initialize(spec.config);
+const cwd = process.cwd();
+const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...spec.env };
+const shell = { shell: "/bin/bash", args: ["-c"] };
+const made = new ahead.SandboxAhead({
+  sandbox: SandboxManager, shell, prefix: spec.prefix, cwd,
+  roots: ahead.watchedRoots(spec.config, cwd), env,
+});
+const say = (line) => process.stdout.write(JSON.stringify(line) + "\n");
+
+function fresh(command, timeout) {  // what the host does without a prepared sandbox
+  return SandboxManager.wrapWithSandbox(command).then((wrapped) => new Promise((resolve) => {
+    const child = spawn("/bin/bash", ["-c", spec.prefix + wrapped],
+                        { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    child.on("close", (code) => resolve({ exitCode: code, out }));
+  }));
+}
+
+for (const step of steps) {
+  if (step.op === "prepare") {
+    made.prepare();
+    await made.current.ready;
+    say({ op: "prepare", pid: made.current.child?.pid ?? null });
+    if (step.wait) await new Promise((resolve) => process.stdin.once("data", resolve));
+  } else if (step.op === "discard") {
+    made.discard();
+    say({ op: "discard" });
+  } else if (step.op === "run") {
+    const asked = { ...env, ...(step.env ?? {}) };
+    const prepared = await made.take(step.dir ?? cwd, asked, step.command);
+    let result;
+    if (prepared) {
+      let out = "";
+      try {
+        const { exitCode } = await prepared.run(step.command, cwd, {
+          onData: (d) => (out += d), timeout: step.timeout ?? 0,
+        });
+        result = { exitCode, out };
+      } catch (err) {
+        result = { error: err.message, out };
+      }
+    } else {
+      result = await fresh(step.command).catch((err) => ({ error: err.code ?? err.message }));
+    }
+    SandboxManager.cleanupAfterCommand();
+    say({ op: "run", prepared: Boolean(prepared), ...result });
+  }
+}
+made.discard();
+await SandboxManager.reset();
+process.exit(0);  // stdin, open for the waits, would keep Node up
+"""
+
+
+@pytest.fixture
+def project() -> Iterator[Path]:
+    """A project with a secret `.env`, outside the system temp folder."""
+    where = os.environ.get("WIZARD_HOSTILE_ROOT", "/var/tmp")
+    base = Path(tempfile.mkdtemp(prefix="wizard-ahead-", dir=where))
+    root = base / "project"
+    (root / "config").mkdir(parents=True)
+    (root / ".env").write_text(f"KEY={SECRET}\n")
+    (root / "app.js").write_text("console.log(1)\n")
+    (base / "tmp").mkdir()
+    yield root
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def drive(
+    project: Path, steps: list[dict[str, Any]], outside: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
+    """Run `steps` in the driver; after a `prepare` step that says `wait`, `outside()` makes its
+    change (from outside, while the sandbox is ready) before the driver goes on."""
+    bundle = engine.installed_bundle()
+    if bundle is None:
+        pytest.skip("pi is not installed (wizard engines install pi)")
+    policy = build_policy(project, project.parent / "tmp").reading(bundle.prefix)
+    folder = project.parent
+    (folder / "spec.json").write_text(json.dumps(policy.host_spec()))
+    (folder / "steps.json").write_text(json.dumps(steps))
+    (folder / "driver.mjs").write_text(DRIVER)
+    process = subprocess.Popen(
+        [str(bundle.node), str(folder / "driver.mjs"), str(bundle.sandbox_entry), str(MODULE),
+         str(folder / "spec.json"), str(folder / "steps.json")],
+        cwd=project, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stdin is not None
+    lines = []
+    for raw in process.stdout:
+        line = json.loads(raw)
+        lines.append(line)
+        if line["op"] == "prepare" and outside is not None:
+            outside()
+            process.stdin.write("go\n")
+            process.stdin.flush()
+    assert process.wait(60) == 0
+    return lines
+
+
+def test_a_prepared_sandbox_runs_the_command_as_a_fresh_one_would(project: Path) -> None:
+    lines = drive(project, [
+        {"op": "prepare"},
+        {"op": "run", "command": "cat .env; echo exit-next; exit 7"},
+        {"op": "prepare"},
+        {"op": "run", "command": "echo hi > made.txt && pwd"},
+    ])  # fmt: skip
+    first, second = lines[1], lines[3]
+    assert first["prepared"] and first["exitCode"] == 7
+    assert SECRET not in first["out"] and "exit-next" in first["out"]
+    assert second["prepared"] and second["exitCode"] == 0
+    assert second["out"] == f"{project}\n"
+    assert (project / "made.txt").read_text() == "hi\n"
+
+
+def test_a_name_made_or_replaced_outside_after_the_sandbox_was_made_throws_it_away(
+    project: Path,
+) -> None:
+    """Another process of the user's writes a new `.env` below, and replaces the masked one
+    (an editor's save: a new file renamed over it), while a sandbox is ready: the command
+    gets a fresh sandbox, which hides both."""
+
+    def outside() -> None:
+        if not (project / "config" / ".env.local").exists():
+            (project / "config" / ".env.local").write_text(f"NESTED={SECRET}\n")
+        else:
+            (project / ".env.new").write_text(f"KEY={SECRET}-2\n")
+            os.rename(project / ".env.new", project / ".env")
+
+    lines = drive(project, [
+        {"op": "prepare", "wait": True},
+        {"op": "run", "command": "cat config/.env.local; echo done"},
+        {"op": "prepare", "wait": True},
+        {"op": "run", "command": "cat .env; echo done"},
+    ], outside)  # fmt: skip
+    for run in (lines[1], lines[3]):
+        assert not run["prepared"], run
+        assert SECRET not in run["out"] and "done" in run["out"]
+
+
+def test_a_sandbox_prepared_for_another_folder_or_environment_is_not_used(project: Path) -> None:
+    lines = drive(project, [
+        {"op": "prepare"},
+        {"op": "run", "command": "echo $EXTRA", "env": {"EXTRA": "x"}},
+        {"op": "prepare"},
+        {"op": "run", "command": "pwd", "dir": str(project / "config")},
+        {"op": "prepare"},
+        {"op": "run", "command": "echo a\u0000b"},
+    ])  # fmt: skip
+    assert [line["prepared"] for line in lines if line["op"] == "run"] == [False, False, False]
+
+
+def test_no_process_outlives_its_command_or_a_sandbox_never_taken(project: Path) -> None:
+    started = time.monotonic()
+    lines = drive(project, [
+        {"op": "prepare"},
+        {"op": "run", "command": "setsid sleep 3141 & disown; echo started"},
+        {"op": "prepare"},
+        {"op": "run", "command": "sleep 30", "timeout": 1},
+        {"op": "prepare"},
+        {"op": "discard"},
+    ])  # fmt: skip
+    assert lines[1]["prepared"] and "started" in lines[1]["out"]
+    assert lines[3]["prepared"] and lines[3]["error"] == "timeout:1"
+    assert time.monotonic() - started < 20
+    unused = lines[4]["pid"]
+    deadline = time.monotonic() + 5
+    while is_running(unused) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not is_running(unused)
+    found = subprocess.run(["pgrep", "-f", "sleep (3141|30)$"], capture_output=True, text=True)
+    assert found.stdout.strip() == ""
+
+
+RACY = r"""
+import { mkdirSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [module, folder] = process.argv.slice(2);
+const { noteFolders, unchanged, folderStamp } = await import(pathToFileURL(module).href);
+writeFileSync(`${folder}/a`, "");
+const noted = await noteFolders({ shallow: [], deep: [folder] });
+const [, listing] = noted.get(folder);
+// A name made within the same clock tick as the noting: the folder's stamp may be the same.
+writeFileSync(`${folder}/.env`, "");
+const before = unchanged(noted);
+noted.set(folder, [folderStamp(folder), listing]);
+console.log(JSON.stringify({ racy: listing !== null, before, sameStamp: unchanged(noted) }));
+"""
+
+
+def test_a_folder_changed_in_the_tick_it_was_noted_in_is_compared_by_its_listing(
+    project: Path,
+) -> None:
+    bundle = engine.installed_bundle()
+    if bundle is None:
+        pytest.skip("pi is not installed (wizard engines install pi)")
+    script = project.parent / "racy.mjs"
+    script.write_text(RACY)
+    folder = project / "config"
+    done = subprocess.run([str(bundle.node), str(script), str(MODULE), str(folder)],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert json.loads(done.stdout) == {"racy": True, "before": False, "sameStamp": False}
+
+
+async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(
+    tmp_path: Path,
+) -> None:
+    """The next command's sandbox stands while the model thinks, with the runtime's empty
+    placeholders in the project. A host killed then cannot remove them: its session does, and
+    the sandbox goes with the host. (The runtime's own network bridge outlives a killed host:
+    `wizard` adopts and ends such orphans as a subreaper, which this test process is not; it
+    ends them as `wizard` would.)"""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.js").write_text("console.log(1)\n")
+    seen: list[bool] = []
+
+    def kill_while_ready(session: PiSession) -> None:
+        async def kill() -> None:
+            deadline = time.monotonic() + 10
+            while not (project / ".npmrc").exists() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            seen.append((project / ".npmrc").exists())
+            host = session_pid(session)
+            below.extend(descendants(host))
+            os.kill(host, signal.SIGKILL)
+
+        tasks.add(asyncio.get_running_loop().create_task(kill()))
+
+    tasks: set[asyncio.Task[None]] = set()
+    below: list[int] = []
+    thinking = {"responses": [reply(text("Thinking."), latency_ms=20_000)]}
+    run = await run_live(project, thinking, on_start=kill_while_ready)
+    assert seen == [True], "the sandbox made ahead never stood in the project"
+    assert not run.result.ok
+    assert sorted(p.name for p in project.iterdir()) == ["app.js"]
+    left = [pid for pid in below if is_running(pid)]
+    commands = [" ".join(psutil.Process(pid).cmdline()) for pid in left]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert all(c.startswith("socat UNIX-LISTEN:") for c in commands), commands
