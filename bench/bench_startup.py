@@ -70,7 +70,11 @@ def make_project(root: Path, files: int) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{number}.js").write_text(f"module.exports = {number};\n")
     if files:
-        git = ["git", "-C", str(project), "-c", "user.name=b", "-c", "user.email=b@b"]
+        # No gc in the background after the commit: a repository still repacking itself
+        # while a run is measured changes under it (and throws its commands' sandboxes made
+        # ahead away, as any change in the project does).
+        git = ["git", "-C", str(project), "-c", "user.name=b", "-c", "user.email=b@b",
+               "-c", "gc.auto=0", "-c", "maintenance.auto=false"]  # fmt: skip
         subprocess.run([*git, "init", "-q"], check=True)
         subprocess.run([*git, "add", "-A"], check=True)
         subprocess.run([*git, "commit", "-qm", "bench"], check=True)

@@ -9,6 +9,7 @@ per step. The project lives outside the system temp folder, which the sandbox cl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -20,7 +21,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from tests.live.conftest import run_live, session_pid
@@ -254,10 +254,10 @@ async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(
     tmp_path: Path,
 ) -> None:
     """The next command's sandbox stands while the model thinks, with the runtime's empty
-    placeholders in the project. A host killed then cannot remove them: its session does, and
-    the sandbox goes with the host. (The runtime's own network bridge outlives a killed host:
-    `wizard` adopts and ends such orphans as a subreaper, which this test process is not; it
-    ends them as `wizard` would.)"""
+    placeholders in the project. A host killed then cannot remove them: its session does.
+    (What the killed host started, its sandbox runtime's bridge and a sandbox caught half made,
+    can outlive it: `wizard` adopts and ends such orphans as a subreaper, which this test
+    process is not; the test ends them as `wizard` would.)"""
     project = tmp_path / "project"
     project.mkdir()
     (project / "app.js").write_text("console.log(1)\n")
@@ -282,8 +282,6 @@ async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(
     assert seen == [True], "the sandbox made ahead never stood in the project"
     assert not run.result.ok
     assert sorted(p.name for p in project.iterdir()) == ["app.js"]
-    left = [pid for pid in below if is_running(pid)]
-    commands = [" ".join(psutil.Process(pid).cmdline()) for pid in left]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert all(c.startswith("socat UNIX-LISTEN:") for c in commands), commands
+    for pid in below:  # as `wizard`, a subreaper, ends its orphans at exit
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

@@ -116,30 +116,37 @@ export async function noteFolders(roots) {
     return true;
   };
   for (const folder of roots.shallow) note(folder);
+  // Links to folders are followed once each (by where they lead), as the runtime's walk does.
   const visited = new Set();
-  const stack = [...roots.deep];
+  const stack = roots.deep.map((folder) => [folder, true]);
+  let walked = 0;
   while (stack.length) {
-    const folder = stack.pop();
-    let real;
-    try {
-      real = fs.realpathSync(folder);
-    } catch {
-      note(folder);
-      continue;
+    const [folder, viaLink] = stack.pop();
+    if (viaLink) {
+      let real;
+      try {
+        real = fs.realpathSync(folder);
+      } catch {
+        note(folder);
+        continue;
+      }
+      if (visited.has(real)) continue;
+      visited.add(real);
     }
-    if (visited.has(real) || !note(folder)) continue;
-    visited.add(real);
+    if (!note(folder)) continue;
     let entries;
     try {
-      entries = await fs.promises.readdir(folder, { withFileTypes: true });
+      entries = fs.readdirSync(folder, { withFileTypes: true });
     } catch {
       continue;
     }
     for (const entry of entries) {
       const child = path.join(folder, entry.name);
-      if (entry.isDirectory()) stack.push(child);
-      else if (entry.isSymbolicLink() && folderStamp(child) !== null) stack.push(child);
+      if (entry.isDirectory()) stack.push([child, false]);
+      else if (entry.isSymbolicLink() && folderStamp(child) !== null) stack.push([child, true]);
     }
+    // A large tree takes a while: let the host read the model's reply meanwhile.
+    if (++walked % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   return noted;
 }
