@@ -28,7 +28,7 @@ from tests.live.conftest import run_live, session_pid
 from wizard.engines import bundle as engine
 from wizard.processes import descendants, is_running
 from wizard.runner.harness.pi.session import PiSession
-from wizard.testing.script import reply, text
+from wizard.testing.script import call, reply, text
 from wizard.tools.sandbox import build_policy
 from wizard.tools.shell import SandboxedShell, shell_tool
 
@@ -279,7 +279,8 @@ async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(
 
     tasks: set[asyncio.Task[None]] = set()
     below: list[int] = []
-    thinking = {"responses": [reply(text("Thinking."), latency_ms=20_000)]}
+    thinking = {"responses": [reply(call("bash", command="true")),
+                              reply(text("Thinking."), latency_ms=20_000)]}  # fmt: skip
     run = await run_live(project, thinking, on_start=kill_while_ready)
     assert seen == [True], "the sandbox made ahead never stood in the project"
     assert not run.result.ok
@@ -293,8 +294,9 @@ async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
     tmp_path: Path,
 ) -> None:
     """wizard's own `bash` (the anthropic harness's) makes the next command's sandbox ahead
-    too: a command runs in it (no wrap when it comes), one after a change made from outside
-    gets a fresh sandbox that hides what changed, and no placeholder stays."""
+    too, once a command has ended: the next runs in it (no wrap when it comes), one after a
+    change made from outside gets a fresh sandbox that hides what changed, and no placeholder
+    stays."""
     installed = engine.installed_bundle()
     assert installed is not None
     project = tmp_path / "project"
@@ -318,14 +320,14 @@ async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
         bash = shell_tool(project, started)
         first = await bash.handler({"command": "cat .env; echo done"})
         second = await bash.handler({"command": "echo made > made.txt && cat made.txt"})
-        assert wrapped_anew == []
+        assert len(wrapped_anew) == 1  # the first command's, made when it came
         assert SECRET not in first.text and "done" in first.text
         assert not second.is_error and "made" in second.text
         assert wrapper._next is not None
         await wrapper._next  # the next one stands ready; then another process writes
         (project / "config" / ".env.local").write_text(f"NESTED={SECRET}\n")
         third = await bash.handler({"command": "cat config/.env.local; echo done"})
-        assert len(wrapped_anew) == 1
+        assert len(wrapped_anew) == 2
         assert SECRET not in third.text and "done" in third.text
         stopped = await bash.handler({"command": "sleep 30", "timeout": 1})
         assert stopped.is_error and "timed out" in stopped.text

@@ -5,7 +5,7 @@
 // the command ends. Making one costs far more than the command usually does (the runtime
 // walks the project for the names it must hide, then bubblewrap, two relays and the filter
 // start), and none of it depends on the command's text. So as soon as a tool call ends, the
-// next command's sandbox is made, around a stub that waits for the command on its stdin, while
+// next command's sandbox is made, around a stub that waits for the command on a socket, while
 // the model decides what to do next. The command then only has to be handed over.
 //
 // What a command may reach stays exactly what a sandbox made at its start would allow:
@@ -223,15 +223,16 @@ export class SandboxAhead {
 
   /**
    * Throw away the prepared sandbox, if any; resolves once it is gone and the runtime has
-   * removed what it mounted for it (the empty placeholders it made in the project).
+   * removed what it mounted for it (the empty placeholders it made in the project), and one
+   * still being wrapped has been given back, unless `wrapping` is false (the host leaving).
    */
-  discard() {
+  discard({ wrapping = true } = {}) {
     const current = this.current;
     if (current === null) return Promise.resolve();
     this.current = null;
     this.generation++;
     // A wrap still in progress is given back by `_make` when it sees the generation moved.
-    if (current.child === null) return current.ready;
+    if (current.child === null) return wrapping ? current.ready : Promise.resolve();
     killGroup(current.child.pid);
     return current.gone.then(() => this.sandbox.cleanupAfterCommand());
   }

@@ -86,8 +86,6 @@ class SandboxedShell:
         """This shell with the runtime started once on its policy, in `folder`, for as long
         as the block lasts; each command then costs no Node and no runtime start-up."""
         wrapper = await SandboxWrapper.start(self, folder)
-        env = {**child_env(None), **_runtime_env(self.policy)}
-        wrapper.prepare(folder, env, self.policy.cap_prefix)  # the first command's
         try:
             yield replace(self, wrapper=wrapper)
         finally:
@@ -245,11 +243,13 @@ class SandboxWrapper:
         return None
 
     async def discard(self) -> None:
-        """Throw away the sandbox made ahead, if any (it goes, then its mounts)."""
+        """Throw away the sandbox made ahead, if any (it goes, then its mounts); one still
+        being made is stopped where it is, not waited for."""
         made, self._next = self._next, None
         if made is None:
             return
-        with contextlib.suppress(OSError, ValueError):
+        made.cancel()
+        with contextlib.suppress(OSError, ValueError, asyncio.CancelledError):
             if (ahead := await made) is not None:
                 await self._drop(ahead)
 

@@ -44,7 +44,9 @@ function die(message, code = 70) {
  */
 async function leave(code = 0) {
   const stopped = (async () => {
-    await ahead?.discard(); // the next command's sandbox, with its placeholders in the project
+    // The next command's sandbox, with its placeholders in the project (one still being
+    // wrapped is not waited for: it will never start).
+    await ahead?.discard({ wrapping: false });
     await sandbox?.reset();
   })();
   await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
@@ -302,7 +304,6 @@ function sandboxedBash(pi, cwd) {
     roots: watchedRoots(launch.sandbox.config, cwd),
     env: firstCommandEnv(pi),
   });
-  ahead.prepare();
   return {
     exec: async (command, dir, options) => {
       const prepared = await ahead.take(dir, options.env, command);
@@ -396,8 +397,9 @@ let lastAssistant = null;
 // The agent awaits its listeners: awaiting the write here is what paces pi to wizard's reading.
 session.agent.subscribe(async (event) => {
   if (event.type === "message_end" && event.message.role === "assistant") lastAssistant = event.message;
-  // Tool calls run one at a time: the next command's sandbox is made once a call has ended,
-  // and none is kept while another tool runs (what it changes must be in the next one, and
+  // Tool calls run one at a time: the next command's sandbox is made once a call has ended
+  // (not before the first: the session's start must not wait on it), and none is kept while
+  // another tool runs (what it changes must be in the next one, and
   // it must not find the sandbox's placeholders in the project).
   if (ahead && event.type === "tool_execution_start" && event.toolName !== "bash") {
     await ahead.discard();
