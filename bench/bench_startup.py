@@ -21,7 +21,8 @@ Side by side in one run, for each project size and harness (runs interleaved, me
   first byte, as a real one does (the next command's sandbox is made in that time).
 
 With `--before SRC` (another checkout's `src` folder, e.g. a `git worktree` of an older
-commit), every wizard figure is measured for that tree too, interleaved with this one.
+commit), every wizard figure is measured for that tree too, interleaved with this one. Each
+project gets one run before any is measured (its journal's first snapshot hashes every file).
 
 A project of N files is a git repository: a `node_modules` of 90% of them (packages of 100
 files) and app files for the rest; size 0 is one file. The gateway runs in its own process and
@@ -252,6 +253,9 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
                 folder.mkdir()
                 floors: list[float] = []
                 measured: dict[str, list[dict[str, float]]] = {build: [] for build in builds}
+                # One run first, not measured: the journal's first snapshot of a new project
+                # hashes every file, and would land on whichever build went first.
+                wizard_run(harness, project, folder, [ABORT])
                 for _ in range(runs):  # interleaved, so a noisy moment hits every column
                     floors.append(floor(harness, project, folder) * 1000)
                     for build, src in builds.items():
