@@ -30,7 +30,6 @@ from wizard.processes import descendants, is_running
 from wizard.runner.harness.pi.session import PiSession
 from wizard.testing.script import call, reply, text
 from wizard.tools.sandbox import build_policy
-from wizard.tools.shell import SandboxedShell, shell_tool
 
 pytestmark = pytest.mark.live
 
@@ -288,47 +287,3 @@ async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(
     for pid in below:  # as `wizard`, a subreaper, ends its orphans at exit
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-
-
-async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
-    tmp_path: Path,
-) -> None:
-    """wizard's own `bash` (the anthropic harness's) makes the next command's sandbox ahead
-    too, once a command has ended: the next runs in it (no wrap when it comes), one after a
-    change made from outside gets a fresh sandbox that hides what changed, and no placeholder
-    stays."""
-    installed = engine.installed_bundle()
-    assert installed is not None
-    project = tmp_path / "project"
-    (project / "config").mkdir(parents=True)
-    (project / ".env").write_text(f"KEY={SECRET}\n")
-    (tmp_path / "run-tmp").mkdir()
-    (tmp_path / "private").mkdir()
-    shell = SandboxedShell.build(build_policy(project, tmp_path / "run-tmp"), installed,
-                                 tmp_path / "private")  # fmt: skip
-    async with shell.wrapping(project) as started:
-        wrapper = started.wrapper
-        assert wrapper is not None
-        wrapped_anew: list[str] = []
-        wrap = wrapper.wrapped
-
-        async def counted(command: str, folder: Path) -> str:
-            wrapped_anew.append(command)
-            return await wrap(command, folder)
-
-        wrapper.wrapped = counted  # type: ignore[method-assign]
-        bash = shell_tool(project, started)
-        first = await bash.handler({"command": "cat .env; echo done"})
-        second = await bash.handler({"command": "echo made > made.txt && cat made.txt"})
-        assert len(wrapped_anew) == 1  # the first command's, made when it came
-        assert SECRET not in first.text and "done" in first.text
-        assert not second.is_error and "made" in second.text
-        assert wrapper._next is not None
-        await wrapper._next  # the next one stands ready; then another process writes
-        (project / "config" / ".env.local").write_text(f"NESTED={SECRET}\n")
-        third = await bash.handler({"command": "cat config/.env.local; echo done"})
-        assert len(wrapped_anew) == 2
-        assert SECRET not in third.text and "done" in third.text
-        stopped = await bash.handler({"command": "sleep 30", "timeout": 1})
-        assert stopped.is_error and "timed out" in stopped.text
-    assert sorted(p.name for p in project.iterdir()) == [".env", "config", "made.txt"]

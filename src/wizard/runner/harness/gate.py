@@ -16,7 +16,7 @@ The transports only translate; every decision is made here, once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wizard.tools.base import Decision, HostTool, ToolResult
@@ -41,18 +41,10 @@ class ToolGate:
         self.fence = fence
         self._on_decision = on_decision
         self.halted = halted
-        self._before: Callable[[str], Awaitable[None]] | None = None
 
     def serving(self, *tools: HostTool) -> ToolGate:
         """This gate with more host tools (an engine's stand-in for a tool of its own)."""
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision, self.halted)
-
-    def before_each(self, step: Callable[[str], Awaitable[None]]) -> ToolGate:
-        """This gate, awaiting `step(name)` before it runs a tool (the shell throwing away
-        the next command's sandbox before a file tool, as pi's host does)."""
-        gate = ToolGate(list(self.tools.values()), self.fence, self._on_decision, self.halted)
-        gate._before = step
-        return gate
 
     def permit(self, name: str, arguments: Mapping[str, Any]) -> Decision:
         """The fence's decision for a call, recorded; a refusal once the run is ending.
@@ -72,8 +64,6 @@ class ToolGate:
         if tool is None:
             return ToolResult(f"Error: unknown host tool {name}", is_error=True)
         try:
-            if self._before is not None:
-                await self._before(name)
             return await tool.handler(arguments)
         except Exception as exc:  # a tool bug goes back to the model, not up the stack
             log.exception("host tool %s failed", name)
