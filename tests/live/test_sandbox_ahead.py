@@ -287,3 +287,19 @@ async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(
     for pid in below:  # as `wizard`, a subreaper, ends its orphans at exit
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_folder_a_command_renamed_keeps_its_env_hidden_from_the_next(project: Path) -> None:
+    """A command tries to move the folder that holds a masked `.env` elsewhere in the project
+    (the sandbox refuses: the mask is a mount); the next command's sandbox, made after it
+    ended, hides the file wherever it is."""
+    (project / "config" / ".env.local").write_text(f"NESTED={SECRET}\n")
+    lines = drive(project, [
+        {"op": "prepare"},
+        {"op": "run", "command": "mkdir -p vault && mv config vault/ && echo moved"},
+        {"op": "prepare"},
+        {"op": "run", "command": "cat vault/config/.env.local config/.env.local; echo done"},
+    ])  # fmt: skip
+    assert SECRET not in lines[1]["out"]
+    assert lines[3]["prepared"] and "done" in lines[3]["out"]
+    assert SECRET not in lines[3]["out"]
