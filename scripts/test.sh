@@ -13,6 +13,9 @@ fi
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test,anthropic,fleet]'
+# wizard's bytecode, as an install from a wheel has it: an editable install has none where
+# writing it is turned off (PYTHONDONTWRITEBYTECODE), and every start compiled every module.
+.venv/bin/python -m compileall -q src
 .venv/bin/wizard engines install pi
 .venv/bin/ruff check src tests bench
 .venv/bin/ruff format --check src tests bench

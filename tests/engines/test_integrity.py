@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
 
 import pytest
 
+from wizard.engines import integrity
 from wizard.engines.bundle import check_unchanged
 from wizard.engines.integrity import (
     file_matches_record,
@@ -49,8 +51,57 @@ def test_added_and_removed_files_are_found(engine_tree: Path, tmp_path: Path) ->
     record_tree(engine_tree, record)
     (engine_tree / "host.mjs").unlink()
     (engine_tree / "node_modules" / "evil.js").write_text("pwn()")
-    assert tree_changes(engine_tree, record) == ["host.mjs", "node_modules", "node_modules/evil.js"]
+    changed = [".", "host.mjs", "node_modules", "node_modules/evil.js"]
+    assert tree_changes(engine_tree, record) == changed
     assert tree_changes(engine_tree, tmp_path / "missing.json") is None
+
+
+def _by_entry(record: Path) -> bool:
+    return json.loads(record.read_bytes().partition(b"\n")[0])["by_entry"]
+
+
+def test_a_quiet_tree_is_checked_entry_by_entry_and_still_finds_every_change(
+    engine_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = tmp_path / "engine.record"
+    record_tree(engine_tree, record)
+    assert not _by_entry(record)  # its folders changed a moment ago: a full walk each time
+    monkeypatch.setattr(integrity, "_RACY_NS", 0)  # as if they had changed long before
+    record_tree(engine_tree, record)
+    assert _by_entry(record)
+    with monkeypatch.context() as listing:  # unchanged: no folder is listed
+        listing.setattr(integrity, "walk", lambda *_: pytest.fail("listed a folder"))
+        assert tree_changes(engine_tree, record) == []
+    (engine_tree / "node_modules" / "photon" / "evil.js").write_text("pwn()")
+    assert tree_changes(engine_tree, record) == [
+        "node_modules/photon",
+        "node_modules/photon/evil.js",
+    ]
+    (engine_tree / "node_modules" / "photon" / "evil.js").unlink()
+    assert tree_changes(engine_tree, record) == ["node_modules/photon"]  # its times moved on
+    record_tree(engine_tree, record)
+    (engine_tree / "top.js").write_text("pwn()")  # beside the recorded entries, in the root
+    assert tree_changes(engine_tree, record) == [".", "top.js"]
+
+
+def test_a_record_of_the_first_format_is_checked_then_rewritten(
+    engine_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = tmp_path / "engine.json"
+    entries = [(p.relative_to(engine_tree).as_posix(), p.lstat()) for p in engine_tree.rglob("*")]
+    first = {path: [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+             for path, info in entries}  # fmt: skip
+    record.write_text(json.dumps(first))
+    (engine_tree / "extra.js").write_text("pwn()")
+    assert tree_changes(engine_tree, record) == ["extra.js"]
+    assert json.loads(record.read_text()) == first  # a changed tree's record stays as it was
+    (engine_tree / "extra.js").unlink()
+    record.write_text(json.dumps(first))
+    monkeypatch.setattr(integrity, "_RACY_NS", 0)
+    assert tree_changes(engine_tree, record) == []
+    assert _by_entry(record)  # rewritten, the root's own stamp with it
+    (engine_tree / "extra.js").write_text("pwn()")
+    assert tree_changes(engine_tree, record) == [".", "extra.js"]
 
 
 def test_the_tree_is_made_read_only_and_can_be_made_removable(engine_tree: Path) -> None:

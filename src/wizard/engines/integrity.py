@@ -8,8 +8,12 @@ and the run's temp folder), and wizard checks that at every start:
 - **pi** (and the sandbox runtime beside it): when wizard installs the tree it makes it
   read-only and records each file's type, size, times and inode (`record_tree`) in wizard's
   state folder, which commands cannot read or write. A run compares the tree to the record
-  (`tree_changes`); any file changed, added or removed is named. A change can hide from the
-  size and mtime, never from the ctime, which no user process can set.
+  (`tree_changes`); any file changed, added or removed is named. The comparison takes one
+  `lstat` per recorded entry, without listing a folder: an entry added or removed changes
+  its folder's times, which the record holds too (a folder changed moments before it was
+  recorded could change again within one timestamp tick: such a record is compared by a
+  full walk, then rewritten). A change can hide from the size and mtime, never from the
+  ctime, which no user process can set.
 - **the Claude CLI** ships inside the SDK's wheel: its SHA-256 is checked against the
   wheel's own `RECORD`, once per change of its stat (`file_matches_record`).
 """
@@ -22,19 +26,25 @@ import hashlib
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 from wizard.atomic import write_atomically
 from wizard.walk import walk
 
-_Entry = list[int]  # mode, size, mtime_ns, ctime_ns, inode
+# A record is a header line (JSON), then each entry's path and fingerprint, NUL-separated.
+_FORMAT = 2
+# A folder changed this close to the record's making could change again within the same
+# timestamp tick and keep its stamp; such a record is only ever checked by a full walk.
+_RACY_NS = 2_000_000_000
 
 
-def _fingerprint(info: os.stat_result) -> _Entry:
-    return [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
+def _fingerprint(info: os.stat_result) -> str:
+    """Type and mode, size, modification and change times, inode."""
+    return f"{info.st_mode} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns} {info.st_ino}"
 
 
-def tree_fingerprints(root: Path) -> dict[str, _Entry]:
+def tree_fingerprints(root: Path) -> dict[str, str]:
     """Every file, link and folder beneath `root`, fingerprinted (links not followed)."""
     return {path: _fingerprint(info) for path, _, info in walk(root, lambda name: True)}
 
@@ -69,20 +79,86 @@ def make_writable(root: Path) -> None:
 
 def record_tree(root: Path, record: Path) -> None:
     """Record the tree beneath `root` as it is now."""
+    _write_record(record, *_walked(root))
+
+
+def _walked(root: Path) -> tuple[dict[str, str], int]:
+    """The tree's fingerprints, `root`'s own under "" (taken before its listing is read), and
+    when the walk began."""
+    began = time.time_ns()
+    own = _fingerprint(root.lstat())
+    return {"": own, **tree_fingerprints(root)}, began
+
+
+def _write_record(record: Path, entries: dict[str, str], began: int) -> None:
+    """Write a record. It may be checked entry by entry (`_as_recorded`) unless a folder in it
+    changed within `_RACY_NS` of the walk's start."""
+    stamps = (fp.split(" ") for fp in entries.values())
+    quiet = all(
+        max(int(s[2]), int(s[3])) < began - _RACY_NS for s in stamps if stat.S_ISDIR(int(s[0]))
+    )
+    header = json.dumps({"format": _FORMAT, "by_entry": quiet and "" in entries})
+    body = "\0".join(f"{path}\0{fp}" for path, fp in entries.items())
     record.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(record, json.dumps(tree_fingerprints(root)).encode(), 0o600)
+    write_atomically(record, f"{header}\n{body}".encode(errors="surrogateescape"), 0o600)
+
+
+def _read_record(record: Path) -> tuple[dict[str, str], bool] | None:
+    """A record's entries, and whether it may be checked entry by entry; None when there is
+    none (or it cannot be read). A record of the first format (one JSON object of lists) is
+    read as it was written: checked by a full walk."""
+    try:
+        data = record.read_bytes()
+    except OSError:
+        return None
+    head, _, body = data.partition(b"\n")
+    try:
+        header = json.loads(head)
+    except ValueError:
+        return None
+    if isinstance(header, dict) and "format" not in header:  # the first format
+        return {path: " ".join(map(str, fp)) for path, fp in header.items()}, False
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+        return None
+    fields = body.decode(errors="surrogateescape").split("\0") if body else []
+    if len(fields) % 2:
+        return None
+    return dict(zip(fields[0::2], fields[1::2], strict=True)), bool(header.get("by_entry"))
+
+
+def _as_recorded(root: Path, entries: dict[str, str]) -> bool:
+    """Whether every recorded entry, `root` included, still has its fingerprint: one `lstat`
+    each, no listing. Nothing was added or removed either: that changes its folder's
+    modification and change times, and no process can set a change time back."""
+    base = f"{root}/"
+    for path, fingerprint in entries.items():
+        try:
+            info = os.lstat(base + path if path else root)
+        except OSError:
+            return False
+        if _fingerprint(info) != fingerprint:
+            return False
+    return True
 
 
 def tree_changes(root: Path, record: Path) -> list[str] | None:
-    """The paths beneath `root` that differ from the record; None when there is no record."""
-    try:
-        recorded = json.loads(record.read_text())
-    except (OSError, ValueError):
+    """The paths beneath `root` that differ from the record; None when there is no record.
+    A tree found unchanged by a full walk gets its record rewritten in a form the next check
+    can take entry by entry."""
+    recorded = _read_record(record)
+    if recorded is None:
         return None
-    now = tree_fingerprints(root)
-    if now == recorded:
+    entries, by_entry = recorded
+    if by_entry and _as_recorded(root, entries):
         return []
-    return sorted(p for p in {*recorded, *now} if recorded.get(p) != now.get(p))
+    walked, began = _walked(root)
+    # The first format did not record the root itself.
+    now = walked if "" in entries else {path: fp for path, fp in walked.items() if path}
+    if now == entries:
+        if not by_entry:
+            _write_record(record, walked, began)
+        return []
+    return sorted(p or "." for p in {*entries, *now} if entries.get(p) != now.get(p))
 
 
 def file_matches_record(path: Path, sha256_b64: str, cache: Path) -> bool:
