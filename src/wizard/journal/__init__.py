@@ -7,12 +7,13 @@ before and after a run (`Journal.begin` / `Journal.finish`).
 
 from wizard.journal.pruning import forget_journal, prune_demo_journals, prune_previews
 from wizard.journal.runs import ApplyRefused, Journal, RunRecord, Undone, UndoRefused
-from wizard.journal.store import GIT_ENV_ALLOW, git_available, own_git_env
+from wizard.journal.store import GIT_ENV_ALLOW, Listed, git_available, own_git_env
 
 __all__ = [
     "GIT_ENV_ALLOW",
     "ApplyRefused",
     "Journal",
+    "Listed",
     "RunRecord",
     "UndoRefused",
     "Undone",

@@ -105,6 +105,10 @@ class Change:
     old_blob: str
 
 
+# A heavy folder's listing, by its path: its digest, and the repositories found in it.
+Listed = Mapping[str, tuple[str, Mapping[str, str]]]
+
+
 def _repository(path: Path, info: os.stat_result) -> str:
     """What a `.git` is: a folder, a gitfile and what it points to, or a link."""
     if stat.S_ISDIR(info.st_mode):
@@ -160,9 +164,13 @@ class GitStore:
             self.state.mkdir(parents=True, exist_ok=True)
             self._git("init", "--quiet", "--bare", str(self.git_dir), store=False)
 
-    def snapshot(self, copy: Path | None = None, mounts: Iterable[str] = ()) -> Snapshot:
+    def snapshot(
+        self, copy: Path | None = None, mounts: Iterable[str] = (), listed: Listed | None = None
+    ) -> Snapshot:
         """Record the project's files now (or a preview's `copy` of them, whose `mounts`, the
-        links it holds in place of heavy folders, count as those folders)."""
+        links it holds in place of heavy folders, count as those folders). A heavy folder in
+        `listed` (`heavy_listings`, taken since, when nothing could change it) is not listed
+        again."""
         self._ensure()
         limit = int(os.environ.get("WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE))
         root = copy or self.project
@@ -176,7 +184,7 @@ class GitStore:
         repos: dict[str, str] = {}
         # New blobs are made durable together, before the tree that names them is written.
         with DurableBatch(self.git_dir) as blobs:
-            for entry in self._entries(root, heavy, repos, frozenset(mounts)):
+            for entry in self._entries(root, heavy, repos, frozenset(mounts), listed or {}):
                 info = entry.info
                 if entry.mode != "120000" and info.st_size > limit:
                     large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
@@ -203,7 +211,12 @@ class GitStore:
         return Snapshot(tree, modes, heavy, large, repos)
 
     def _entries(
-        self, root: Path, heavy: dict[str, str], repos: dict[str, str], mounts: frozenset[str]
+        self,
+        root: Path,
+        heavy: dict[str, str],
+        repos: dict[str, str],
+        mounts: frozenset[str],
+        listed: Listed,
     ) -> Iterator[_Entry]:
         """Every file and link beneath `root`, through no followed link, nothing that is not
         a file or a link. A `.git` goes into `repos`, not the tree. Heavy folders (and
@@ -216,7 +229,10 @@ class GitStore:
             elif name == ".git":
                 repos[path] = _repository(root / path, info)
             elif stat.S_ISDIR(info.st_mode):
-                if name in HEAVY_FOLDERS:
+                if name in HEAVY_FOLDERS and path in listed:
+                    heavy[path], found = listed[path]
+                    repos.update(found)
+                elif name in HEAVY_FOLDERS:
                     heavy[path] = self._fingerprint(root / path, repos, path)
             elif path in mounts:
                 with contextlib.suppress(OSError):
@@ -226,6 +242,16 @@ class GitStore:
                 yield _Entry(path, "120000", info)
             elif stat.S_ISREG(info.st_mode):
                 yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
+
+    def heavy_listings(self) -> Listed:
+        """Each heavy folder of the project now, as a snapshot lists it: its listing's digest,
+        and the repositories found in it."""
+        listed: dict[str, tuple[str, Mapping[str, str]]] = {}
+        for path, name, info in walk(self.project, lambda name: name not in _NOT_WALKED):
+            if name in HEAVY_FOLDERS and stat.S_ISDIR(info.st_mode):
+                repos: dict[str, str] = {}
+                listed[path] = (self._fingerprint(self.project / path, repos, path), repos)
+        return listed
 
     def _fingerprint(self, folder: Path, repos: dict[str, str], path: str) -> str:
         return save_listing(self.state, fingerprint_folder(folder, repos, path))

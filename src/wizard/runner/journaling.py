@@ -2,19 +2,28 @@
 
 The journal must never change how a run ends: when git is missing or the journal cannot be
 written, the run goes on with a warning that `wizard undo` cannot take it back.
+
+The closing snapshot lists every file of the dependency folders (`node_modules`...), most of
+its time on a large project. With the OS sandbox on, that listing is taken ahead: whenever the
+last tool call the run let through has ended (`ToolActivity`), nothing of the agent's runs
+until the gate lets the next one through, so a listing taken then, in a thread while the model
+thinks, is the closing one if no call was let through since (a run that ran none has its
+first snapshot's). Any call since, and the listing is taken at the close, as before.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wizard.errors import ConfigError, WizardError
 from wizard.events import EventSink, LogLine
-from wizard.journal import Journal, RunRecord, git_available
+from wizard.journal import Journal, Listed, RunRecord, git_available
+from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.sequence.context import Binding
 from wizard.tools.paths import is_env_name
 
@@ -31,6 +40,10 @@ class RunJournal:
     record: RunRecord | None = None
     # Why the run is not journaled, for the outcome's warnings; None when it is.
     warning: str | None = None
+    # The run's tool calls, when the OS sandbox holds its commands: its dependency folders'
+    # listings are then taken ahead (`listed_ahead`); None: at the close.
+    activity: ToolActivity | None = None
+    _ahead: _Ahead | None = field(default=None, repr=False)
 
     @classmethod
     def open(
@@ -69,16 +82,45 @@ class RunJournal:
             self.journal.forget_preview(self.record)
             self.record = None
 
+    def ahead(self, mark: int) -> None:
+        """List the dependency folders again, in a thread, for the closing snapshot: the last
+        tool call let through has ended (`mark`, `ToolActivity.on_quiet`)."""
+        journal = self.journal
+        if journal is None or self.record is None or self.record.preview_dir is not None:
+            return
+        if self._ahead is None:
+            self._ahead = _Ahead(journal.store.heavy_listings)
+        self._ahead.want(mark)
+
+    def _listed(self, record: RunRecord) -> Listed | None:
+        """The dependency folders' listings taken since the last tool call let through, if
+        nothing was let through since (waited for if they are being taken); None otherwise."""
+        mark = self.activity.mark() if self.activity is not None else None
+        if mark is None or record.preview_dir is not None:
+            return None
+        if mark == 0:  # nothing ran: the first snapshot's listings
+            repos = record.repos_before
+            return {
+                path: (digest, {repo: repos[repo] for repo in repos if repo.startswith(f"{path}/")})
+                for path, digest in record.heavy_before.items()
+                if isinstance(digest, str)
+            }
+        return self._ahead.taken(mark) if self._ahead is not None else None
+
     def finish(
         self, status: str, error_type: str | None = None, record: RunRecord | None = None
     ) -> RunRecord | None:
-        """Snapshot the project after the run (again, given its finished `record`); the
-        finished record."""
+        """Snapshot the project after the run (again, given its finished `record`, without
+        listings taken ahead: checks ran since); the finished record."""
+        listed = self._listed(self.record) if record is None and self.record else None
         record = record or self.record
         if self.journal is None or record is None:
             return None
+        if listed is not None:
+            self.sink(LogLine("the closing snapshot takes the dependency folders' listings "
+                              "made since the last tool call ended", "debug"))  # fmt: skip
         try:
-            return self.journal.finish(record, status, error_type)
+            return self.journal.finish(record, status, error_type, listed)
         except (WizardError, OSError) as exc:
             self.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             self.warning = f"{NOT_JOURNALED} ({exc})."
@@ -123,3 +165,53 @@ class RunJournal:
                     link.symlink_to(target, target_is_directory=True)
 
         return write
+
+
+class _Ahead:
+    """One thread that takes the dependency folders' listings each time it is asked (the
+    newest ask only, after the one in hand), and keeps the last it took, by its mark."""
+
+    def __init__(self, take: Callable[[], Listed]) -> None:
+        self._take = take
+        self._changed = threading.Condition()
+        self._asked: int | None = None
+        self._taking: int | None = None
+        self._taken: tuple[int, Listed] | None = None
+        self._thread: threading.Thread | None = None
+
+    def want(self, mark: int) -> None:
+        with self._changed:
+            self._asked = mark
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="journal-ahead",
+                                                daemon=True)  # fmt: skip
+                self._thread.start()
+            self._changed.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                while self._asked is None:
+                    self._changed.wait()
+                mark = self._taking = self._asked
+                self._asked = None
+            try:
+                listed: Listed | None = self._take()
+            except Exception:  # the close lists them itself
+                listed = None
+            with self._changed:
+                if listed is not None:
+                    self._taken = (mark, listed)
+                self._taking = None
+                self._changed.notify_all()
+
+    def taken(self, mark: int) -> Listed | None:
+        """The listings taken at `mark` (waited for, if being taken or asked for); None if
+        none were."""
+        with self._changed:
+            while True:
+                if self._taken is not None and self._taken[0] == mark:
+                    return self._taken[1]
+                if mark not in (self._taking, self._asked):
+                    return None
+                self._changed.wait()

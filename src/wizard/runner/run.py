@@ -31,6 +31,7 @@ from wizard.events import (
 )
 from wizard.journal.lock import project_lock
 from wizard.outcome import Outcome, Outro
+from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.registry import make_harness
 from wizard.runner.harness.types import Harness
 from wizard.runner.harness.usage import RunSpend
@@ -127,6 +128,9 @@ class Run:
 
     def _context(self, workspace: Workspace, sandbox: RunSandbox) -> RunContext:
         plan = self.plan
+        # With the OS sandbox, nothing of the agent's outlives its tool call: the journal
+        # lists the dependency folders ahead once the last call ended (`RunJournal`).
+        held = sandbox.policy is not None and not workspace.preview
         return RunContext(
             program=plan.program,
             project_dir=workspace.root,
@@ -144,7 +148,12 @@ class Run:
             max_parallel=plan.max_parallel,
             sandbox=sandbox.policy,
             resume_from=plan.resume_from,
+            activity=ToolActivity(self._quiet) if held else None,
         )
+
+    def _quiet(self, mark: int) -> None:
+        if self.journal is not None:
+            self.journal.ahead(mark)
 
     async def _engine(self, harness: Harness) -> EngineError | None:
         """The engine, ready (installed on first use, its files checked, started where its
@@ -173,6 +182,7 @@ class Run:
         journal = self.journal or RunJournal.open(
             workspace.project, self.run_id, plan.program.id, plan.binding, self.sink
         )
+        journal.activity = context.activity
         self.journal = journal
         try:
             outcome = await _run_sequence(context, harness)

@@ -103,6 +103,8 @@ async def drive(
                 inputs.sink(LogLine(f"the {engine} engine is ready", "debug"))
                 session.subscribe(RunListener(run.latch, run.output))
                 session.subscribe(watchdog)
+                if inputs.activity is not None:
+                    session.subscribe(inputs.activity)
                 result = await _Conversation(session, run, detection, proxy, watchdog).run()
             finally:
                 await _close(session)
@@ -158,7 +160,7 @@ def _launch(run: RunState, proxy: GatewayProxy) -> EngineLaunch:
         api=inputs.gateway.api,
         proxy_url=proxy.url,
         token=proxy.token,
-        gate=ToolGate(run.tools(), run.fence, run.on_decision, run.halt.is_set),
+        gate=ToolGate(run.tools(), run.fence, run.on_decision, run.halt.is_set, inputs.activity),
         system_prompt=runtime_notes(todo_list=inputs.todo_list),
         shell="bash" not in run.fence.disallowed_tools,
         sandbox=inputs.sandbox,

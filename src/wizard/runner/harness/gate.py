@@ -10,7 +10,9 @@ MCP server):
 - **run it** (`call`): one of wizard's host tools, whose failure, whatever it is, goes back
   to the model as a tool error instead of up the stack.
 
-The transports only translate; every decision is made here, once.
+The transports only translate; every decision is made here, once. The gate also counts the
+calls it lets run (`ToolActivity`), for the journal: once every one of them has ended,
+nothing of the agent's runs until the gate lets the next one through.
 """
 
 from __future__ import annotations
@@ -27,6 +29,47 @@ log = logging.getLogger(__name__)
 ENDING = "Blocked: the run is ending; no more tools run."
 
 
+class ToolActivity:
+    """The tool calls a run's gates let through, and which of them have not ended: whether
+    anything of the agent's may be running, and a mark that says nothing was let through
+    since (`mark`, `still`).
+
+    Every call is let through by a gate before it runs, on every engine (fail closed); its
+    end is the engine's `tool_end` event for its id (subscribe this to each session). A
+    command's processes end with it (the OS sandbox kills what it started), so with the
+    sandbox on, a run whose calls have all ended changes nothing until the next is let
+    through. A call let through without an id could never be matched to its end: from then
+    on the run is never quiet."""
+
+    def __init__(self, on_quiet: Callable[[int], None] = lambda mark: None) -> None:
+        self.on_quiet = on_quiet  # called with the mark each time the last open call ends
+        self._let_through = 0
+        self._open: set[str] = set()
+        self._unmatched = False
+
+    def let_through(self, call_id: str | None) -> None:
+        """A gate let a call run."""
+        self._let_through += 1
+        if call_id is None:
+            self._unmatched = True
+        else:
+            self._open.add(call_id)
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        if event.get("type") == "tool_end" and str(event.get("id")) in self._open:
+            self._open.discard(str(event.get("id")))
+            if (mark := self.mark()) is not None:
+                self.on_quiet(mark)
+
+    def mark(self) -> int | None:
+        """A mark of this moment, when no call that was let through is still running."""
+        return None if self._open or self._unmatched else self._let_through
+
+    def still(self, mark: int | None) -> bool:
+        """Whether nothing was let through since `mark` was taken."""
+        return mark is not None and self.mark() == mark
+
+
 class ToolGate:
     """Decides and runs the tool calls of one run."""
 
@@ -36,24 +79,32 @@ class ToolGate:
         fence: Fence,
         on_decision: Callable[[str, Decision], None] = lambda name, decision: None,
         halted: Callable[[], bool] = lambda: False,
+        activity: ToolActivity | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.fence = fence
         self._on_decision = on_decision
         self.halted = halted
+        self.activity = activity or ToolActivity()
 
     def serving(self, *tools: HostTool) -> ToolGate:
         """This gate with more host tools (an engine's stand-in for a tool of its own)."""
-        return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision, self.halted)
+        return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
+                        self.halted, self.activity)  # fmt: skip
 
-    def permit(self, name: str, arguments: Mapping[str, Any]) -> Decision:
-        """The fence's decision for a call, recorded; a refusal once the run is ending.
+    def permit(
+        self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
+    ) -> Decision:
+        """The fence's decision for a call (`call_id`: the engine's id for it, which its
+        `tool_end` event carries), recorded; a refusal once the run is ending.
 
         The fence judges even then, so a critical violation is on record."""
         decision = self.fence.check(name, arguments)
         self._on_decision(name, decision)
         if decision.allow and self.halted():
             return Decision(False, ENDING)
+        if decision.allow:
+            self.activity.let_through(call_id)
         return decision
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:

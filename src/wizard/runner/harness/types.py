@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from wizard.events import EventSink
 from wizard.outcome import AgentResult
-from wizard.runner.harness.gate import ToolGate
+from wizard.runner.harness.gate import ToolActivity, ToolGate
 from wizard.runner.harness.usage import PRICES, RunSpend
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.tools.base import HostTool
@@ -156,6 +156,8 @@ class RunInputs:
     # only when the program declares abort cases, as the TypeScript wizard's does (in linear,
     # seed and task runs; the gateway's refusal it always looks for).
     detect_skill_aborts: bool = True
+    # The run's tool calls, across its sessions (`ToolActivity`); None: this session's own.
+    activity: ToolActivity | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import TypedDict
 from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
 from wizard.programs.types import ProgramConfig
+from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.harness.usage import PRICES, RunSpend
 from wizard.signals import AbortSource
@@ -39,6 +40,7 @@ class RunSettings(TypedDict):
     read_only: Mapping[str, Path]
     code_paths: tuple[str, ...]
     detect_skill_aborts: bool
+    activity: ToolActivity | None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class RunContext:
     # the copy → the project's folder.
     read_only: Mapping[str, Path] = field(default_factory=dict)
     preview: bool = False
+    # The tool calls of all the run's sessions (`ToolActivity`), which the journal watches.
+    activity: ToolActivity | None = None
 
     def run_settings(self) -> RunSettings:
         """The `RunInputs` fields every harness run of this program shares."""
@@ -93,6 +97,7 @@ class RunContext:
             read_only=self.read_only,
             code_paths=self.program.written_files,
             detect_skill_aborts=bool(self.program.abort_cases),
+            activity=self.activity,
         )
 
     def outcome(

