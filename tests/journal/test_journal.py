@@ -303,3 +303,39 @@ def test_wizard_diff_is_a_patch_git_apply_takes(tmp_path: Path) -> None:
     assert state(copy) == after
     summary = CliRunner().invoke(app, ["diff", "r1", "--stat", "--project", str(project)], env=env)
     assert "4 files changed" in summary.stdout
+
+
+def test_an_unchanged_listing_reuses_its_tree_and_a_prune_forgets_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot whose listing is the last one's takes that tree, without git; a changed
+    file, mode or name is a new tree; a prune (which may take trees) forgets the last."""
+    monkeypatch.setenv("WIZARD_JOURNAL_KEEP", "1")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "f.txt").write_text("one\n")
+    journal = Journal(project, tmp_path / "state")
+    store = journal.store
+    calls: list[str] = []
+    real = store._git
+    monkeypatch.setattr(store, "_git", lambda *args, **kw: calls.append(args[0])
+                        or real(*args, **kw))  # fmt: skip
+    first = store.snapshot().tree
+    calls.clear()
+    assert store.snapshot().tree == first
+    assert "update-index" not in calls and "write-tree" not in calls
+    trees = {first}
+    for change in (lambda: (project / "f.txt").write_text("two\n"),
+                   lambda: (project / "f.txt").chmod(0o755),
+                   lambda: (project / "f.txt").rename(project / "g.txt")):  # fmt: skip
+        change()
+        tree = store.snapshot().tree
+        assert tree not in trees
+        trees.add(tree)
+    record = journal.finish(journal.begin("r0", "test"), "succeeded")
+    assert record.changed == []
+    journal.finish(journal.begin("r1", "test"), "succeeded")  # prunes r0
+    assert not (store.state / "last-tree").exists()
+    (project / "g.txt").write_text("three\n")
+    record = journal.finish(journal.begin("r2", "test"), "succeeded")
+    assert store.changes(record.before, record.after or "") == []

@@ -105,6 +105,8 @@ class Change:
     old_blob: str
 
 
+# The last snapshot's index listing (its digest) and the tree written for it.
+_LAST_TREE = "last-tree"
 # A heavy folder's listing, by its path: its digest, and the repositories found in it.
 Listed = Mapping[str, tuple[str, Mapping[str, str]]]
 
@@ -203,10 +205,8 @@ class GitStore:
                 bits = stat.S_IMODE(info.st_mode)
                 if entry.mode != "120000" and bits != (0o755 if bits & 0o100 else 0o644):
                     modes[entry.path] = bits
-        (self.state / "index").unlink(missing_ok=True)
         listing = "\0".join(lines).encode(errors="surrogateescape") + b"\0"
-        self._git("update-index", "-z", "--index-info", stdin=listing if lines else b"")
-        tree = self._git("write-tree").decode().strip()
+        tree = self._tree(listing if lines else b"")
         self._save_cache(cache_name, fresh)
         return Snapshot(tree, modes, heavy, large, repos)
 
@@ -242,6 +242,22 @@ class GitStore:
                 yield _Entry(path, "120000", info)
             elif stat.S_ISREG(info.st_mode):
                 yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
+
+    def _tree(self, listing: bytes) -> str:
+        """The tree of an index listing: the last snapshot's, when its listing was this one
+        (a tree is its listing's, and no prune took it: `forget` drops the note), else
+        written now."""
+        digest = hashlib.sha1(listing, usedforsecurity=False).hexdigest()
+        note = self.state / _LAST_TREE
+        with contextlib.suppress(OSError, ValueError):
+            last, tree = note.read_text().split()
+            if last == digest:
+                return tree
+        (self.state / "index").unlink(missing_ok=True)
+        self._git("update-index", "-z", "--index-info", stdin=listing)
+        tree = self._git("write-tree").decode().strip()
+        write_atomically(note, f"{digest} {tree}\n".encode(), 0o600)
+        return tree
 
     def heavy_listings(self) -> Listed:
         """Each heavy folder of the project now, as a snapshot lists it: its listing's digest,
@@ -293,6 +309,7 @@ class GitStore:
         is left to git's own threshold (`gc --auto`), so a prune costs little run after run,
         and the stat caches keep every entry whose blob is still stored (a snapshot after a
         prune rehashes only what the collection took)."""
+        (self.state / _LAST_TREE).unlink(missing_ok=True)
         for ref in refs:
             self._git("update-ref", "-d", f"refs/wizard/{ref}")
         self._git("prune", "--expire=now")
@@ -315,6 +332,8 @@ class GitStore:
 
     def changes(self, old: str, new: str) -> list[Change]:
         """Every file path that differs from tree `old` to tree `new`."""
+        if old == new:
+            return []
         out = self._git("diff-tree", "-r", "-z", "--no-renames", old, new)
         fields = out.split(b"\0")
         changes = []
