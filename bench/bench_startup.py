@@ -22,7 +22,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
 
 With `--before SRC` (another checkout's `src` folder, e.g. a `git worktree` of an older
 commit), every wizard figure is measured for that tree too, interleaved with this one. Each
-project gets one run before any is measured (its journal's first snapshot hashes every file).
+project gets one run of each tree before any is measured (its journal's first snapshot
+hashes every file). The other tree keeps its own state folder (its engine record and
+journals), and both get their bytecode compiled first, as an install from a wheel has it.
 
 A project of N files is a git repository: a `node_modules` of 90% of them (packages of 100
 files) and app files for the rest; size 0 is one file. The gateway runs in its own process and
@@ -167,6 +169,8 @@ def wizard_run(harness: str, project: Path, folder: Path, responses: Records, *e
                    "WIZARD_JOURNAL_KEEP": "1000"}  # fmt: skip
         if src is not None:  # another tree of wizard's (`--before`), ahead of this one
             environ["PYTHONPATH"] = str(src)
+            # Its own state (engine record, journals): formats differ between trees.
+            environ["WIZARD_STATE_DIR"] = str(folder.parent / "state-before")
         wall, started = time.time(), time.monotonic()
         done = subprocess.run(
             [*WIZARD, "run", "transactional-email", "--project", str(project), "--ci",
@@ -253,9 +257,10 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
                 folder.mkdir()
                 floors: list[float] = []
                 measured: dict[str, list[dict[str, float]]] = {build: [] for build in builds}
-                # One run first, not measured: the journal's first snapshot of a new project
-                # hashes every file, and would land on whichever build went first.
-                wizard_run(harness, project, folder, [ABORT])
+                # One run of each build first, not measured: the journal's first snapshot of a
+                # new project hashes every file, and would land on whichever build went first.
+                for src in builds.values():
+                    wizard_run(harness, project, folder, [ABORT], src=src)
                 for _ in range(runs):  # interleaved, so a noisy moment hits every column
                     floors.append(floor(harness, project, folder) * 1000)
                     for build, src in builds.items():
@@ -286,6 +291,11 @@ def main() -> None:
     parser.add_argument("--before", type=Path,
                         help="another checkout's src folder, measured side by side")  # fmt: skip
     args = parser.parse_args()
+    # Each build with its bytecode compiled, as an install from a wheel has it (an editable
+    # install where writing bytecode is off, PYTHONDONTWRITEBYTECODE, compiles every start).
+    for src in (Path(__file__).parents[1] / "src", args.before):
+        if src is not None:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
     results = bench(args.runs, [int(size) for size in args.sizes.split(",")],
                     args.harnesses.split(","), args.before, args.think_ms)  # fmt: skip
     print("(milliseconds, medians)")
