@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from wizard.atomic import write_atomically
@@ -31,12 +31,21 @@ from wizard.walk import walk
 ADDED, CHANGED, REMOVED = "added", "changed", "removed"
 
 
-def fingerprint_folder(folder: Path, repos: dict[str, str], prefix: str) -> dict[str, str]:
+class ListingStopped(Exception):
+    """A listing given up on: its `stop` said so."""
+
+
+def fingerprint_folder(
+    folder: Path, repos: dict[str, str], prefix: str, stop: Callable[[], bool] = lambda: False
+) -> dict[str, str]:
     """Every file, folder and link beneath `folder` (never through a link), each with its
-    metadata; a `.git` found on the way is added to `repos` (as `prefix/...`)."""
+    metadata; a `.git` found on the way is added to `repos` (as `prefix/...`). `stop`, asked
+    at each folder, gives it up (`ListingStopped`)."""
     listing: dict[str, str] = {}
     for path, name, info in walk(folder, lambda _: True):
         if stat.S_ISDIR(info.st_mode):
+            if stop():
+                raise ListingStopped(str(folder))
             if name == ".git":
                 repos[f"{prefix}/{path}"] = "folder"
             listing[path] = f"d:{stat.S_IMODE(info.st_mode):o}"  # its own mtime says little

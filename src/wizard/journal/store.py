@@ -259,14 +259,15 @@ class GitStore:
         write_atomically(note, f"{digest} {tree}\n".encode(), 0o600)
         return tree
 
-    def heavy_listings(self) -> Listed:
+    def heavy_listings(self, stop: Callable[[], bool] = lambda: False) -> Listed:
         """Each heavy folder of the project now, as a snapshot lists it: its listing's digest,
-        and the repositories found in it."""
+        and the repositories found in it (`ListingStopped` once `stop` says so)."""
         listed: dict[str, tuple[str, Mapping[str, str]]] = {}
         for path, name, info in walk(self.project, lambda name: name not in _NOT_WALKED):
             if name in HEAVY_FOLDERS and stat.S_ISDIR(info.st_mode):
                 repos: dict[str, str] = {}
-                listed[path] = (self._fingerprint(self.project / path, repos, path), repos)
+                listing = fingerprint_folder(self.project / path, repos, path, stop)
+                listed[path] = (save_listing(self.state, listing), repos)
         return listed
 
     def _fingerprint(self, folder: Path, repos: dict[str, str], path: str) -> str:

@@ -14,9 +14,11 @@ first snapshot's). Any call since, and the listing is taken at the close, as bef
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,8 @@ from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.sequence.context import Binding
 from wizard.tools.paths import is_env_name
 
+# How long after the last tool call ended the dependency folders are listed ahead.
+_PAUSE = 0.3
 _OFF = "this run is not journaled, so `wizard undo` cannot take it back"
 NOT_JOURNALED = "Not journaled: undo is off for this run"
 
@@ -43,7 +47,7 @@ class RunJournal:
     # Why the run is not journaled, for the outcome's warnings; None when it is.
     warning: str | None = None
     # The run's tool calls, when the OS sandbox holds its commands: its dependency folders'
-    # listings are then taken ahead (`listed_ahead`); None: at the close.
+    # listings are then taken ahead (`ahead`); None: at the close.
     activity: ToolActivity | None = None
     _ahead: _Ahead | None = field(default=None, repr=False)
 
@@ -93,6 +97,11 @@ class RunJournal:
         if self._ahead is None:
             self._ahead = _Ahead(journal.store.heavy_listings)
         self._ahead.want(mark)
+
+    def busy(self) -> None:
+        """A tool call was let through: listings being taken are of no use any more."""
+        if self._ahead is not None:
+            self._ahead.stop()
 
     def _listed(self, record: RunRecord) -> Listed | None:
         """The dependency folders' listings taken since the last tool call let through, if
@@ -170,25 +179,33 @@ class RunJournal:
 
 
 class _Ahead:
-    """One thread that takes the dependency folders' listings each time it is asked (the
-    newest ask only, after the one in hand), and keeps the last it took, by its mark. It runs
-    at the lowest priority: the engine makes the next command's sandbox meanwhile."""
+    """One thread that takes the dependency folders' listings when asked, and keeps the last
+    it took, by its mark. It waits `_PAUSE` first (the engine makes the next command's
+    sandbox meanwhile; a close that waits for it cuts the pause short), gives up once a call
+    is let through or a newer ask comes (`stop`), and runs at the lowest priority."""
 
-    def __init__(self, take: Callable[[], Listed]) -> None:
+    def __init__(self, take: Callable[[Callable[[], bool]], Listed]) -> None:
         self._take = take
         self._changed = threading.Condition()
         self._asked: int | None = None
+        self._asks = 0  # each ask, and each stop, makes the one in hand stale
         self._taking: int | None = None
+        self._hurry = False
         self._taken: tuple[int, Listed] | None = None
         self._thread: threading.Thread | None = None
 
     def want(self, mark: int) -> None:
         with self._changed:
-            self._asked = mark
+            self._asked, self._asks = mark, self._asks + 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="journal-ahead",
                                                 daemon=True)  # fmt: skip
                 self._thread.start()
+            self._changed.notify_all()
+
+    def stop(self) -> None:
+        with self._changed:
+            self._asked, self._asks = None, self._asks + 1
             self._changed.notify_all()
 
     def _work(self) -> None:
@@ -199,11 +216,18 @@ class _Ahead:
             with self._changed:
                 while self._asked is None:
                     self._changed.wait()
-                mark = self._taking = self._asked
-                self._asked = None
+                until = time.monotonic() + _PAUSE
+                while self._asked is not None and not self._hurry:
+                    if (left := until - time.monotonic()) <= 0:
+                        break
+                    self._changed.wait(left)
+                if self._asked is None:
+                    continue
+                mark, ask = self._asked, self._asks
+                self._taking, self._asked, self._hurry = mark, None, False
             try:
-                listed: Listed | None = self._take()
-            except Exception:  # the close lists them itself
+                listed: Listed | None = self._take(functools.partial(self._stale, ask))
+            except Exception:  # stopped, or failed: the close lists them itself
                 listed = None
             with self._changed:
                 if listed is not None:
@@ -211,10 +235,15 @@ class _Ahead:
                 self._taking = None
                 self._changed.notify_all()
 
+    def _stale(self, ask: int) -> bool:
+        return self._asks != ask
+
     def taken(self, mark: int) -> Listed | None:
-        """The listings taken at `mark` (waited for, if being taken or asked for); None if
-        none were."""
+        """The listings taken at `mark` (waited for, without the pause, if being taken or
+        asked for); None if none were."""
         with self._changed:
+            self._hurry = True
+            self._changed.notify_all()
             while True:
                 if self._taken is not None and self._taken[0] == mark:
                     return self._taken[1]

@@ -148,12 +148,16 @@ class Run:
             max_parallel=plan.max_parallel,
             sandbox=sandbox.policy,
             resume_from=plan.resume_from,
-            activity=ToolActivity(self._quiet) if held else None,
+            activity=ToolActivity(self._quiet, self._busy) if held else None,
         )
 
     def _quiet(self, mark: int) -> None:
         if self.journal is not None:
             self.journal.ahead(mark)
+
+    def _busy(self) -> None:
+        if self.journal is not None:
+            self.journal.busy()
 
     async def _engine(self, harness: Harness) -> EngineError | None:
         """The engine, ready (installed on first use, its files checked, started where its

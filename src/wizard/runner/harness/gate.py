@@ -41,14 +41,20 @@ class ToolActivity:
     through. A call let through without an id could never be matched to its end: from then
     on the run is never quiet."""
 
-    def __init__(self, on_quiet: Callable[[int], None] = lambda mark: None) -> None:
+    def __init__(
+        self,
+        on_quiet: Callable[[int], None] = lambda mark: None,
+        on_busy: Callable[[], None] = lambda: None,
+    ) -> None:
         self.on_quiet = on_quiet  # called with the mark each time the last open call ends
+        self.on_busy = on_busy  # called each time a call is let through
         self._let_through = 0
         self._open: set[str] = set()
         self._unmatched = False
 
     def let_through(self, call_id: str | None) -> None:
         """A gate let a call run."""
+        self.on_busy()
         self._let_through += 1
         if call_id is None:
             self._unmatched = True
