@@ -34,8 +34,16 @@ def project(tmp_path: Path) -> Path:
 def _opened(tmp_path: Path, project: Path) -> tuple[RunJournal, ToolActivity]:
     journal = Journal(project, tmp_path / "state")
     run = RunJournal(lambda event: None, journal, journal.begin("r1", "prog"))
-    run.activity = ToolActivity(run.ahead)
+    run.activity = ToolActivity(run.ahead, run.busy)
     return run, run.activity
+
+
+def _listed_after_a_call(tmp_path: Path, project: Path) -> tuple[RunJournal, ToolActivity]:
+    """A run whose first call ended and whose listings were then taken (mark 1)."""
+    run, activity = _opened(tmp_path, project)
+    _call(activity, "a")
+    assert run._ahead is not None and run._ahead.taken(1) is not None
+    return run, activity
 
 
 def _plant(project: Path) -> None:
@@ -79,9 +87,7 @@ def test_listings_taken_once_the_last_call_ended_are_the_closing_ones(
 def test_a_call_let_through_after_the_listings_were_taken_is_never_missed(
     tmp_path: Path, project: Path
 ) -> None:
-    run, activity = _opened(tmp_path, project)
-    _call(activity, "a")
-    assert run._ahead is not None and run._ahead.taken(1) is not None
+    run, activity = _listed_after_a_call(tmp_path, project)
     activity.on_quiet = lambda mark: None  # nothing is listed after this call
     _call(activity, "b", project)
     record = run.finish("aborted")
@@ -91,9 +97,7 @@ def test_a_call_let_through_after_the_listings_were_taken_is_never_missed(
 def test_a_call_still_running_at_the_close_gets_a_listing_taken_then(
     tmp_path: Path, project: Path
 ) -> None:
-    run, activity = _opened(tmp_path, project)
-    _call(activity, "a")
-    assert run._ahead is not None and run._ahead.taken(1) is not None
+    run, activity = _listed_after_a_call(tmp_path, project)
     activity.let_through("b")  # its engine was killed before it could say it ended
     _plant(project)
     record = run.finish("cancelled")
