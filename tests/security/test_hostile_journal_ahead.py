@@ -1,14 +1,19 @@
 """The closing snapshot lists the dependency folders ahead, while the model thinks after the
-last tool call (`runner.journaling`): a payload a hostile agent's last command appends to a
-dependency, its mtime put back, and then an `[ABORT]` at once, is still in the run's record,
-through `wizard run` and `wizard undo` as a user runs them, on both engines, in a world
-outside the system temp folder."""
+last tool call (`runner.journaling`), on both engines, in a world outside the system temp
+folder, through `wizard run` and `wizard undo` as a user runs them:
+
+- a payload a hostile agent's last command appends to a dependency, its mtime put back, and
+  then an `[ABORT]` at once, is still in the run's record;
+- a process that command leaves behind to append the payload once the listing was taken
+  (while the model thinks) is gone with its command: the dependency stays as it was, and the
+  record, taken ahead, is true."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +37,27 @@ os.utime({target!r}, ns=(info.st_atime_ns, info.st_mtime_ns))
 print("appended")
 """
 LISTED_AHEAD = "the closing snapshot takes the dependency folders' listings"
+# Left behind by a command, every way a shell can: it appends once the listing was taken.
+LATER = """import os, subprocess, sys
+later = "sleep 1.5; echo \\"require('fs').writeFileSync('{marker}', 'node')\\" >> {target}"
+subprocess.Popen(["setsid", "nohup", "sh", "-c", later], start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sh", ["sh", "-c", later])
+    os._exit(0)
+print("left behind")
+"""
+
+
+def _app(root: Path) -> Path:
+    project = root / "app"
+    (project / "node_modules" / "leftpad").mkdir(parents=True)
+    (project / LEFTPAD).write_text("module.exports = (s) => s;\n")
+    (project / "index.js").write_text("console.log(require('leftpad')('ok'));\n")
+    (project / "package.json").write_text(json.dumps({"name": "app"}))
+    return project
 
 
 @pytest.mark.parametrize("engine", ["pi", "anthropic"])
@@ -40,11 +66,7 @@ def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
 ) -> None:
     if engine == "anthropic":
         pytest.importorskip("claude_agent_sdk")
-    project = outside_world.outside.parent / "app"
-    (project / "node_modules" / "leftpad").mkdir(parents=True)
-    (project / LEFTPAD).write_text("module.exports = (s) => s;\n")
-    (project / "index.js").write_text("console.log(require('leftpad')('ok'));\n")
-    (project / "package.json").write_text(json.dumps({"name": "app"}))
+    project = _app(outside_world.outside.parent)
     marker = outside_world.outside / "ran"
     script = APPEND.format(target=LEFTPAD, marker=str(marker))
     tool = "{}" if engine == "pi" else "mcp__wizard__{}"
@@ -69,6 +91,42 @@ def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert not (project / LEFTPAD).exists()
     # What the user does next runs nothing the agent planted.
+    if shutil.which("node"):
+        subprocess.run(["node", "index.js"], cwd=project, capture_output=True, check=False)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+def test_a_process_left_by_the_last_command_cannot_change_a_dependency_unseen(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    if engine == "anthropic":
+        pytest.importorskip("claude_agent_sdk")
+    project = _app(outside_world.outside.parent)
+    before = (project / LEFTPAD).read_text()
+    marker = outside_world.outside / "ran"
+    script = LATER.format(marker=marker, target=LEFTPAD)
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    scenario = {
+        "responses": [
+            reply(call(tool.format("write"), path="later.py", content=script)),
+            reply(call(tool.format("bash"), command="python3 later.py")),
+            # The model thinks past the listing (300 ms after the call) and the payload's
+            # time (1.5 s), then stops.
+            said("[ABORT] the project is not one this program sets up", latency_ms=3000),
+        ]
+    }
+    url, log = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    out = tmp_path / "outcome.json"
+    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
+                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "left behind" in log.read_text()  # the command ran, and said so to the model
+    assert LISTED_AHEAD in run.stdout
+    time.sleep(2)  # a process that outlived its command would have written by now
+    assert (project / LEFTPAD).read_text() == before
+    assert json.loads(out.read_text())["dependency_changes"] == {}
     if shutil.which("node"):
         subprocess.run(["node", "index.js"], cwd=project, capture_output=True, check=False)
     assert not marker.exists()
