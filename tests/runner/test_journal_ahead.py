@@ -14,7 +14,7 @@ import pytest
 from wizard.journal import Journal, Listed
 from wizard.journal.dependencies import ListingStopped
 from wizard.journal.store import GitStore
-from wizard.runner.harness.gate import ToolActivity, ToolGate
+from wizard.runner.harness.gate import SessionCalls, ToolActivity, ToolGate
 from wizard.runner.journaling import RunJournal, _Ahead
 from wizard.tools.fence import Fence
 
@@ -31,14 +31,15 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-def _opened(tmp_path: Path, project: Path) -> tuple[RunJournal, ToolActivity]:
+def _opened(tmp_path: Path, project: Path) -> tuple[RunJournal, SessionCalls]:
+    """A run journaled with a `ToolActivity`, and one session's part of it."""
     journal = Journal(project, tmp_path / "state")
     run = RunJournal(lambda event: None, journal, journal.begin("r1", "prog"))
     run.activity = ToolActivity(run.ahead, run.busy)
-    return run, run.activity
+    return run, run.activity.session()
 
 
-def _listed_after_a_call(tmp_path: Path, project: Path) -> tuple[RunJournal, ToolActivity]:
+def _listed_after_a_call(tmp_path: Path, project: Path) -> tuple[RunJournal, SessionCalls]:
     """A run whose first call ended and whose listings were then taken (mark 1)."""
     run, activity = _opened(tmp_path, project)
     _call(activity, "a")
@@ -51,12 +52,12 @@ def _plant(project: Path) -> None:
         handle.write(PAYLOAD)
 
 
-def _call(activity: ToolActivity, call_id: str, project: Path | None = None) -> None:
+def _call(calls: SessionCalls, call_id: str, project: Path | None = None) -> None:
     """A tool call let through (planting the payload, given the project), then its end."""
-    activity.let_through(call_id)
+    calls.judged(call_id, True)
     if project is not None:
         _plant(project)
-    activity({"type": "tool_end", "id": call_id})
+    calls({"type": "tool_end", "id": call_id})
 
 
 def _no_listing(*_: object) -> str:
@@ -88,7 +89,7 @@ def test_a_call_let_through_after_the_listings_were_taken_is_never_missed(
     tmp_path: Path, project: Path
 ) -> None:
     run, activity = _listed_after_a_call(tmp_path, project)
-    activity.on_quiet = lambda mark: None  # nothing is listed after this call
+    activity.run.on_quiet = lambda mark: None  # nothing is listed after this call
     _call(activity, "b", project)
     record = run.finish("aborted")
     assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
@@ -98,7 +99,7 @@ def test_a_call_still_running_at_the_close_gets_a_listing_taken_then(
     tmp_path: Path, project: Path
 ) -> None:
     run, activity = _listed_after_a_call(tmp_path, project)
-    activity.let_through("b")  # its engine was killed before it could say it ended
+    activity.judged("b", True)  # its engine was killed before it could say it ended
     _plant(project)
     record = run.finish("cancelled")
     assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
@@ -118,31 +119,60 @@ def test_checks_after_the_run_are_never_closed_on_listings_taken_ahead(
 def test_only_the_end_of_a_call_that_was_let_through_can_make_the_run_quiet() -> None:
     quiet: list[int] = []
     activity = ToolActivity(quiet.append)
+    calls = activity.session()
     assert activity.mark() == 0
-    activity.let_through("running")
-    activity({"type": "tool_end", "id": "blocked"})  # a call the fence refused
+    calls.judged("running", True)
+    calls.judged("blocked", False)
+    calls({"type": "tool_end", "id": "blocked"})  # a call the fence refused
     assert activity.mark() is None and quiet == []
-    activity({"type": "tool_end", "id": "running"})
+    calls({"type": "tool_end", "id": "running"})
     assert activity.mark() == 1 and quiet == [1]
     assert activity.still(1) and not activity.still(0)
-    activity.let_through(None)  # no id: its end could never be told apart
-    activity({"type": "tool_end", "id": "None"})
+    calls.judged(None, True)  # no id: its end could never be told apart
+    calls({"type": "tool_end", "id": "None"})
     assert activity.mark() is None and not activity.still(1)
+
+
+def test_another_sessions_call_of_the_same_id_never_ends_this_one() -> None:
+    """A scripted or local model numbers its calls: two sessions both have a `call_0`."""
+    activity = ToolActivity()
+    seed, task = activity.session(), activity.session()
+    seed.judged("call_0", True)
+    task.judged("call_0", True)
+    seed({"type": "tool_end", "id": "call_0"})
+    assert activity.mark() is None  # the task's call_0 still runs
+    task({"type": "tool_end", "id": "call_0"})
+    assert activity.mark() == 2
+
+
+@pytest.mark.parametrize("first_let_through", [True, False])
+def test_an_id_judged_twice_in_a_session_leaves_the_run_never_quiet(
+    first_let_through: bool,
+) -> None:
+    """A refused call whose id repeats a running one's would end it, by its event."""
+    activity = ToolActivity()
+    calls = activity.session()
+    calls.judged("call_0", first_let_through)
+    calls.judged("call_0", not first_let_through)
+    calls({"type": "tool_end", "id": "call_0"})
+    calls({"type": "tool_end", "id": "call_0"})
+    assert activity.mark() is None
 
 
 def test_the_gate_counts_the_calls_it_lets_run_and_no_other(tmp_path: Path) -> None:
     halted = False
     activity = ToolActivity()
-    gate = ToolGate([], Fence(tmp_path), halted=lambda: halted, activity=activity)
+    calls = activity.session()
+    gate = ToolGate([], Fence(tmp_path), halted=lambda: halted, calls=calls)
     assert not gate.permit("read", {"path": "/etc/shadow"}, "outside").allow
     assert activity.mark() == 0
     assert gate.permit("read", {"path": "index.js"}, "inside").allow
     assert activity.mark() is None
-    activity({"type": "tool_end", "id": "inside"})
+    calls({"type": "tool_end", "id": "inside"})
     halted = True
     assert not gate.permit("read", {"path": "index.js"}, "late").allow
     assert activity.mark() == 1
-    assert gate.serving().activity is activity
+    assert gate.serving().calls is calls
 
 
 def test_listings_wait_a_pause_unless_the_close_waits_for_them() -> None:
@@ -170,12 +200,12 @@ def test_a_call_let_through_stops_the_listings_being_taken() -> None:
         raise ListingStopped("node_modules")
 
     busy: list[bool] = []
-    activity = ToolActivity(on_busy=lambda: busy.append(True))
+    calls = ToolActivity(on_busy=lambda: busy.append(True)).session()
     ahead = _Ahead(take)
     ahead.want(0)
     ahead._hurry = True
     assert started.wait(5)
-    activity.let_through("next")
+    calls.judged("next", True)
     ahead.stop()
     assert gave_up.wait(5) and busy == [True]
     assert ahead.taken(0) is None

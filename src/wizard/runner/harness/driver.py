@@ -27,7 +27,7 @@ from wizard.errors import EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted
 from wizard.outcome import AgentResult
 from wizard.runner.harness import endings
-from wizard.runner.harness.gate import ToolGate
+from wizard.runner.harness.gate import SessionCalls, ToolGate
 from wizard.runner.harness.listener import RunListener
 from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy
@@ -96,15 +96,16 @@ async def drive(
     watchdog = EngineWatchdog(engine, inputs.engine_timeout, lambda: None)
     try:
         async with proxy:
-            session = open_session(_launch(run, proxy))
+            calls = inputs.activity.session() if inputs.activity is not None else None
+            session = open_session(_launch(run, proxy, calls))
             watchdog.pid = lambda: session.pid
             try:
                 await session.start()
                 inputs.sink(LogLine(f"the {engine} engine is ready", "debug"))
                 session.subscribe(RunListener(run.latch, run.output))
                 session.subscribe(watchdog)
-                if inputs.activity is not None:
-                    session.subscribe(inputs.activity)
+                if calls is not None:
+                    session.subscribe(calls)
                 result = await _Conversation(session, run, detection, proxy, watchdog).run()
             finally:
                 await _close(session)
@@ -152,7 +153,7 @@ def _proxy(inputs: RunInputs) -> GatewayProxy:
     )
 
 
-def _launch(run: RunState, proxy: GatewayProxy) -> EngineLaunch:
+def _launch(run: RunState, proxy: GatewayProxy, calls: SessionCalls | None) -> EngineLaunch:
     inputs = run.inputs
     return EngineLaunch(
         project_dir=inputs.project_dir,
@@ -160,7 +161,7 @@ def _launch(run: RunState, proxy: GatewayProxy) -> EngineLaunch:
         api=inputs.gateway.api,
         proxy_url=proxy.url,
         token=proxy.token,
-        gate=ToolGate(run.tools(), run.fence, run.on_decision, run.halt.is_set, inputs.activity),
+        gate=ToolGate(run.tools(), run.fence, run.on_decision, run.halt.is_set, calls),
         system_prompt=runtime_notes(todo_list=inputs.todo_list),
         shell="bash" not in run.fence.disallowed_tools,
         sandbox=inputs.sandbox,

@@ -17,6 +17,7 @@ nothing of the agent's runs until the gate lets the next one through.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -35,11 +36,12 @@ class ToolActivity:
     since (`mark`, `still`).
 
     Every call is let through by a gate before it runs, on every engine (fail closed); its
-    end is the engine's `tool_end` event for its id (subscribe this to each session). A
+    end is the engine's `tool_end` event for its id, in its own session (`session`: another
+    session's ids may repeat them, as a scripted or local model numbers its calls). A
     command's processes end with it (the OS sandbox kills what it started), so with the
     sandbox on, a run whose calls have all ended changes nothing until the next is let
-    through. A call let through without an id could never be matched to its end: from then
-    on the run is never quiet."""
+    through. A call let through without an id, or an id a session's gate saw before, could
+    never be told apart from another's end: from then on the run is never quiet."""
 
     def __init__(
         self,
@@ -49,21 +51,31 @@ class ToolActivity:
         self.on_quiet = on_quiet  # called with the mark each time the last open call ends
         self.on_busy = on_busy  # called each time a call is let through
         self._let_through = 0
+        self._seen: set[str] = set()  # every call a gate judged, by session and id
         self._open: set[str] = set()
         self._unmatched = False
+        self._sessions = itertools.count()
 
-    def let_through(self, call_id: str | None) -> None:
-        """A gate let a call run."""
-        self.on_busy()
-        self._let_through += 1
-        if call_id is None:
+    def session(self) -> SessionCalls:
+        """A view of this for one session's gate and events."""
+        return SessionCalls(self, next(self._sessions))
+
+    def judged(self, key: str | None, let_through: bool) -> None:
+        """A gate judged a call (`key`: its session and id), and let it run or not."""
+        if key is None or key in self._seen:
             self._unmatched = True
         else:
-            self._open.add(call_id)
+            self._seen.add(key)
+        if let_through:
+            self.on_busy()
+            self._let_through += 1
+            if key is not None:
+                self._open.add(key)
 
-    def __call__(self, event: Mapping[str, Any]) -> None:
-        if event.get("type") == "tool_end" and str(event.get("id")) in self._open:
-            self._open.discard(str(event.get("id")))
+    def ended(self, key: str) -> None:
+        """The engine said a call ended."""
+        if key in self._open:
+            self._open.discard(key)
             if (mark := self.mark()) is not None:
                 self.on_quiet(mark)
 
@@ -76,6 +88,25 @@ class ToolActivity:
         return mark is not None and self.mark() == mark
 
 
+class SessionCalls:
+    """One session's part of the run's `ToolActivity`: what its gate judged, and its engine's
+    `tool_end` events (subscribe it to the session)."""
+
+    def __init__(self, run: ToolActivity, session: int) -> None:
+        self.run, self._session = run, session
+
+    def _key(self, call_id: object) -> str:
+        return f"{self._session}:{call_id}"
+
+    def judged(self, call_id: str | None, let_through: bool) -> None:
+        """The session's gate judged a call."""
+        self.run.judged(None if call_id is None else self._key(call_id), let_through)
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        if event.get("type") == "tool_end":
+            self.run.ended(self._key(event.get("id")))
+
+
 class ToolGate:
     """Decides and runs the tool calls of one run."""
 
@@ -85,18 +116,18 @@ class ToolGate:
         fence: Fence,
         on_decision: Callable[[str, Decision], None] = lambda name, decision: None,
         halted: Callable[[], bool] = lambda: False,
-        activity: ToolActivity | None = None,
+        calls: SessionCalls | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.fence = fence
         self._on_decision = on_decision
         self.halted = halted
-        self.activity = activity or ToolActivity()
+        self.calls = calls or ToolActivity().session()
 
     def serving(self, *tools: HostTool) -> ToolGate:
         """This gate with more host tools (an engine's stand-in for a tool of its own)."""
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
-                        self.halted, self.activity)  # fmt: skip
+                        self.halted, self.calls)  # fmt: skip
 
     def permit(
         self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
@@ -108,9 +139,8 @@ class ToolGate:
         decision = self.fence.check(name, arguments)
         self._on_decision(name, decision)
         if decision.allow and self.halted():
-            return Decision(False, ENDING)
-        if decision.allow:
-            self.activity.let_through(call_id)
+            decision = Decision(False, ENDING)
+        self.calls.judged(call_id, decision.allow)
         return decision
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
