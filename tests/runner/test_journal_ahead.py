@@ -35,8 +35,9 @@ def _opened(tmp_path: Path, project: Path) -> tuple[RunJournal, SessionCalls]:
     """A run journaled with a `ToolActivity`, and one session's part of it."""
     journal = Journal(project, tmp_path / "state")
     run = RunJournal(lambda event: None, journal, journal.begin("r1", "prog"))
-    run.activity = ToolActivity(run.ahead, run.busy)
-    return run, run.activity.session()
+    activity = ToolActivity()
+    run.watch(activity)
+    return run, activity.session()
 
 
 def _listed_after_a_call(tmp_path: Path, project: Path) -> tuple[RunJournal, SessionCalls]:

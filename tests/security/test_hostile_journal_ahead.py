@@ -60,6 +60,27 @@ def _app(root: Path) -> Path:
     return project
 
 
+def _run_script(engine: str, project: Path, script: str, abort: dict[str, Any], tmp_path: Path,
+                gateway_process: Any) -> tuple[Any, Path, dict[str, str]]:  # fmt: skip
+    """`wizard run` on `engine`: the agent writes `script`, runs it, then answers `abort`;
+    the run, its outcome file, and the environment it ran in."""
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    scenario = {
+        "responses": [
+            reply(call(tool.format("write"), path="script.py", content=script)),
+            reply(call(tool.format("bash"), command="python3 script.py")),
+            abort,
+        ]
+    }
+    url, _ = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    out = tmp_path / "outcome.json"
+    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
+                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
+    assert run.returncode == 3, run.stdout + run.stderr
+    return run, out, env
+
+
 @pytest.mark.parametrize("engine", ["pi", "anthropic"])
 def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
@@ -69,20 +90,8 @@ def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
     project = _app(outside_world.outside.parent)
     marker = outside_world.outside / "ran"
     script = APPEND.format(target=LEFTPAD, marker=str(marker))
-    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
-    scenario = {
-        "responses": [
-            reply(call(tool.format("write"), path="append.py", content=script)),
-            reply(call(tool.format("bash"), command="python3 append.py")),
-            said("[ABORT] the project is not one this program sets up"),
-        ]
-    }
-    url, _ = gateway_process(scenario)
-    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
-    out = tmp_path / "outcome.json"
-    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
-                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
-    assert run.returncode == 3, run.stdout + run.stderr
+    abort = said("[ABORT] the project is not one this program sets up")
+    run, out, env = _run_script(engine, project, script, abort, tmp_path, gateway_process)
     assert "writeFileSync" in (project / LEFTPAD).read_text()
     outcome = json.loads(out.read_text())
     assert outcome["dependency_changes"] == {LEFTPAD: "changed"}
@@ -106,22 +115,10 @@ def test_a_process_left_by_the_last_command_cannot_change_a_dependency_unseen(
     before = (project / LEFTPAD).read_text()
     marker = outside_world.outside / "ran"
     script = LATER.format(marker=marker, target=LEFTPAD)
-    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
-    scenario = {
-        "responses": [
-            reply(call(tool.format("write"), path="later.py", content=script)),
-            reply(call(tool.format("bash"), command="python3 later.py")),
-            # The model thinks past the listing (300 ms after the call) and the payload's
-            # time (1.5 s), then stops.
-            said("[ABORT] the project is not one this program sets up", latency_ms=3000),
-        ]
-    }
-    url, _ = gateway_process(scenario)
-    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
-    out = tmp_path / "outcome.json"
-    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
-                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
-    assert run.returncode == 3, run.stdout + run.stderr
+    # The model thinks past the listing (300 ms after the call) and the payload's time
+    # (1.5 s), then stops.
+    abort = said("[ABORT] the project is not one this program sets up", latency_ms=3000)
+    run, out, _ = _run_script(engine, project, script, abort, tmp_path, gateway_process)
     assert (project / "left-behind.txt").exists()  # the command ran
     assert LISTED_AHEAD in run.stdout
     time.sleep(2)  # a process that outlived its command would have written by now

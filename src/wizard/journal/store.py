@@ -266,12 +266,17 @@ class GitStore:
         for path, name, info in walk(self.project, lambda name: name not in _NOT_WALKED):
             if name in HEAVY_FOLDERS and stat.S_ISDIR(info.st_mode):
                 repos: dict[str, str] = {}
-                listing = fingerprint_folder(self.project / path, repos, path, stop)
-                listed[path] = (save_listing(self.state, listing), repos)
+                listed[path] = (self._fingerprint(self.project / path, repos, path, stop), repos)
         return listed
 
-    def _fingerprint(self, folder: Path, repos: dict[str, str], path: str) -> str:
-        return save_listing(self.state, fingerprint_folder(folder, repos, path))
+    def _fingerprint(
+        self,
+        folder: Path,
+        repos: dict[str, str],
+        path: str,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> str:
+        return save_listing(self.state, fingerprint_folder(folder, repos, path, stop))
 
     def _store(self, root: Path, entry: _Entry, blobs: DurableBatch) -> str:
         """Write the entry's blob into the store's objects (if new) as part of `blobs`; its

@@ -46,8 +46,8 @@ class RunJournal:
     record: RunRecord | None = None
     # Why the run is not journaled, for the outcome's warnings; None when it is.
     warning: str | None = None
-    # The run's tool calls, when the OS sandbox holds its commands: its dependency folders'
-    # listings are then taken ahead (`ahead`); None: at the close.
+    # The run's tool calls, when the OS sandbox holds its commands (`watch`): its dependency
+    # folders' listings are then taken ahead (`ahead`); None: at the close.
     activity: ToolActivity | None = None
     _ahead: _Ahead | None = field(default=None, repr=False)
 
@@ -88,14 +88,20 @@ class RunJournal:
             self.journal.forget_preview(self.record)
             self.record = None
 
+    def watch(self, activity: ToolActivity | None) -> None:
+        """Take the dependency folders' listings ahead, as `activity` says when (None: at the
+        close)."""
+        self.activity = activity
+        if activity is not None:
+            activity.on_quiet, activity.on_busy = self.ahead, self.busy
+
     def ahead(self, mark: int) -> None:
         """List the dependency folders again, in a thread, for the closing snapshot: the last
         tool call let through has ended (`mark`, `ToolActivity.on_quiet`)."""
-        journal = self.journal
-        if journal is None or self.record is None or self.record.preview_dir is not None:
+        if self.journal is None or self.record is None:
             return
         if self._ahead is None:
-            self._ahead = _Ahead(journal.store.heavy_listings)
+            self._ahead = _Ahead(self.journal.store.heavy_listings)
         self._ahead.want(mark)
 
     def busy(self) -> None:
@@ -107,7 +113,7 @@ class RunJournal:
         """The dependency folders' listings taken since the last tool call let through, if
         nothing was let through since (waited for if they are being taken); None otherwise."""
         mark = self.activity.mark() if self.activity is not None else None
-        if mark is None or record.preview_dir is not None:
+        if mark is None:
             return None
         if mark == 0:  # nothing ran: the first snapshot's listings
             repos = record.repos_before

@@ -148,16 +148,8 @@ class Run:
             max_parallel=plan.max_parallel,
             sandbox=sandbox.policy,
             resume_from=plan.resume_from,
-            activity=ToolActivity(self._quiet, self._busy) if held else None,
+            activity=ToolActivity() if held else None,
         )
-
-    def _quiet(self, mark: int) -> None:
-        if self.journal is not None:
-            self.journal.ahead(mark)
-
-    def _busy(self) -> None:
-        if self.journal is not None:
-            self.journal.busy()
 
     async def _engine(self, harness: Harness) -> EngineError | None:
         """The engine, ready (installed on first use, its files checked, started where its
@@ -186,7 +178,7 @@ class Run:
         journal = self.journal or RunJournal.open(
             workspace.project, self.run_id, plan.program.id, plan.binding, self.sink
         )
-        journal.activity = context.activity
+        journal.watch(context.activity)
         self.journal = journal
         try:
             outcome = await _run_sequence(context, harness)

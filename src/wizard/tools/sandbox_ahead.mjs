@@ -27,19 +27,16 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
-// Run by the runtime's shell inside the sandbox, after its filter: say "ready" on the control
-// socket (fd 3, or the one `WIZARD_AHEAD_FD` names), take a folder and a command from it,
-// NUL-terminated, close it and become the command. A socket of its own, not stdin: a shell
-// whose stdin is a socket (as Node's pipes are) takes itself for one started by ssh and reads
-// the user's ~/.bashrc, and the line outside the sandbox must not.
-export const STUB = [
-  "wizard_fd=${WIZARD_AHEAD_FD:-3}",
-  "unset WIZARD_AHEAD_FD",
-  "case $wizard_fd in '' | *[!0-9]*) exit 125 ;; esac",
-  'printf R >&"$wizard_fd"',
-  "IFS= read -r -d '' wizard_dir <&\"$wizard_fd\" || exit 125",
-  "IFS= read -r -d '' wizard_command <&\"$wizard_fd\" || exit 125",
-  'eval "exec $wizard_fd>&-"',
+// Run by the runtime's shell inside the sandbox, after its filter: say "ready" on fd 3 (a
+// socket), take a folder and a command from it, NUL-terminated, close it and become the
+// command. fd 3, not stdin: a shell whose stdin is a socket (as Node's pipes are) takes
+// itself for one started by ssh and reads the user's ~/.bashrc, and the line outside the
+// sandbox must not.
+const STUB = [
+  "printf R >&3",
+  "IFS= read -r -d '' wizard_dir <&3 || exit 125",
+  "IFS= read -r -d '' wizard_command <&3 || exit 125",
+  "exec 3>&-",
   'cd -- "$wizard_dir" || exit 126',
   'exec "$BASH" -c "$wizard_command" </dev/null',
 ].join("\n");
