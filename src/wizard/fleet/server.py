@@ -10,6 +10,7 @@ fleet server stop` ends it, and its state stays for the next start.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
@@ -108,7 +109,7 @@ def _start(folder: Path) -> Server:
         )  # fmt: skip
     server = Server(process.pid, f"127.0.0.1:{port}", f"http://127.0.0.1:{ui}", str(db))
     deadline = time.monotonic() + STARTUP_SECONDS
-    while not _listening(server.address):
+    while not _serving(server.address):
         if process.poll() is not None or time.monotonic() > deadline:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
@@ -158,6 +159,20 @@ def _listening(address: str) -> bool:
     with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=0.5):
         return True
     return False
+
+
+def _serving(address: str) -> bool:
+    """Whether a client can connect: a server listens before its frontend serves ("Frontend
+    is not healthy yet"), and a command that took it then would fail."""
+    if not _listening(address):
+        return False
+    from temporalio.client import Client  # the fleet's optional part: only once it listens
+
+    try:
+        asyncio.run(Client.connect(address))
+    except RuntimeError:  # the SDK's core says a connection failed this way
+        return False
+    return True
 
 
 def _alive(server: Server) -> bool:
