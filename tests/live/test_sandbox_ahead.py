@@ -30,6 +30,7 @@ from wizard.processes import descendants, is_running
 from wizard.runner.harness.pi.session import PiSession
 from wizard.testing.script import call, reply, text
 from wizard.tools.sandbox import build_policy
+from wizard.tools.shell import SandboxedShell, shell_tool
 
 pytestmark = pytest.mark.live
 
@@ -303,3 +304,78 @@ def test_a_folder_a_command_renamed_keeps_its_env_hidden_from_the_next(project: 
     assert SECRET not in lines[1]["out"]
     assert lines[3]["prepared"] and "done" in lines[3]["out"]
     assert SECRET not in lines[3]["out"]
+
+
+async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
+    project: Path,
+) -> None:
+    """wizard's own `bash` (the anthropic harness's) makes the next command's sandbox ahead
+    too, once a command has ended: the next runs in it (no wrap when it comes), one after a
+    change made from outside gets a fresh sandbox that hides what changed, and no placeholder
+    stays."""
+    shell = _own_shell(project)
+    async with shell.wrapping(project) as started:
+        wrapper = started.wrapper
+        assert wrapper is not None
+        wrapped_anew: list[str] = []
+        wrap = wrapper.wrapped
+
+        async def counted(command: str, folder: Path) -> str:
+            wrapped_anew.append(command)
+            return await wrap(command, folder)
+
+        wrapper.wrapped = counted  # type: ignore[method-assign]
+        bash = shell_tool(project, started)
+        first = await bash.handler({"command": "cat .env; echo done"})
+        second = await bash.handler({"command": "echo made > made.txt && cat made.txt"})
+        assert len(wrapped_anew) == 1  # the first command's, made when it came
+        assert SECRET not in first.text and "done" in first.text
+        assert not second.is_error and "made" in second.text
+        assert wrapper._next is not None
+        await wrapper._next  # the next one stands ready; then another process writes
+        (project / "config" / ".env.local").write_text(f"NESTED={SECRET}\n")
+        third = await bash.handler({"command": "cat config/.env.local; echo done"})
+        assert len(wrapped_anew) == 2
+        assert SECRET not in third.text and "done" in third.text
+        stopped = await bash.handler({"command": "sleep 30", "timeout": 1})
+        assert stopped.is_error and "timed out" in stopped.text
+    assert sorted(p.name for p in project.iterdir()) == [".env", "app.js", "config", "made.txt"]
+
+
+async def test_the_anthropic_shell_s_sandbox_thrown_away_while_made_leaves_no_placeholder(
+    project: Path,
+) -> None:
+    """The gate throws the next command's sandbox away before a file tool, also while the
+    runtime is still making it (a model that answers at once, a loaded machine). That waits
+    for the making: a making cancelled mid-wrap left the runtime counting a sandbox nobody
+    would clean up, so it kept every later sandbox's placeholders, and the next file tool met
+    them (`test_hostile_outside[anthropic]`, under CI load)."""
+    shell = _own_shell(project)
+    before = sorted(p.name for p in project.iterdir())
+    async with shell.wrapping(project) as started:
+        wrapper = started.wrapper
+        assert wrapper is not None
+        bash = shell_tool(project, started)
+        for delay in (0, 0.01, 0.03, 0.05, None):  # None: once it stands ready
+            assert not (await bash.handler({"command": "true"})).is_error
+            making = wrapper._next
+            assert making is not None and not making.done()
+            if delay is None:
+                await making
+            else:
+                await asyncio.sleep(delay)
+            await wrapper.discard()
+            assert making.done()
+            assert sorted(p.name for p in project.iterdir()) == before, delay
+        done = await bash.handler({"command": "cat .env; echo done"})
+        assert SECRET not in done.text and "done" in done.text
+    assert sorted(p.name for p in project.iterdir()) == before
+
+
+def _own_shell(project: Path) -> SandboxedShell:
+    """wizard's own shell on `project`'s policy (not yet wrapping)."""
+    installed = engine.installed_bundle()
+    assert installed is not None
+    (project.parent / "private").mkdir()
+    return SandboxedShell.build(build_policy(project, project.parent / "tmp"), installed,
+                                project.parent / "private")  # fmt: skip

@@ -28,7 +28,7 @@ async def test_an_answer_left_by_a_cancelled_request_is_not_taken_for_the_next()
         sys.executable, "-c", STAND_IN, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    wrapper = SandboxWrapper(process)
+    wrapper = SandboxWrapper(process, Path.cwd())
     try:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(wrapper.wrapped("slow", Path(".")), 0.1)

@@ -32,7 +32,7 @@ import path from "node:path";
 // command. fd 3, not stdin: a shell whose stdin is a socket (as Node's pipes are) takes
 // itself for one started by ssh and reads the user's ~/.bashrc, and the line outside the
 // sandbox must not.
-const STUB = [
+export const STUB = [
   "printf R >&3",
   "IFS= read -r -d '' wizard_dir <&3 || exit 125",
   "IFS= read -r -d '' wizard_command <&3 || exit 125",

@@ -9,6 +9,15 @@
 //                                     runs `command` in the sandbox from the folder `cwd`
 //   {"id", "op": "cleanup"}          ->  {"id"}             after each wrapped command ends
 //
+// and, for the next command's sandbox made ahead (`sandbox_ahead.mjs`; wizard runs it and
+// hands it the command over a socket):
+//
+//   {"id", "op": "ahead", "cwd"}     ->  {"id", "wrapped"}   the line of a sandbox that waits
+//                                     for its command (its clean-up is a "cleanup" too)
+//   {"id", "op": "note", "cwd"}      ->  {"id"}             once it is ready: the folders the
+//                                     runtime looks into, as they are now
+//   {"id", "op": "unchanged"}        ->  {"id", "unchanged"} whether they still are
+//
 // wizard runs the wrapped line itself (its own process group, limits and timeout), exactly as
 // the runtime's command line would have, without starting Node and the runtime per command.
 // The runtime looks for dangerous names below its working folder, so it moves to the
@@ -17,6 +26,7 @@
 import path from "node:path";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
+import { STUB, noteFolders, unchanged, watchedRoots } from "./sandbox_ahead.mjs";
 
 const [entry, settings] = process.argv.slice(2);
 const fail = (message) => {
@@ -39,6 +49,7 @@ lines.on("close", () => {
   );
 });
 say({ ready: true });
+let noted = null; // the folders as the sandbox made ahead saw them
 for await (const line of lines) {
   let request;
   try {
@@ -50,6 +61,15 @@ for await (const line of lines) {
     if (request.op === "wrap") {
       process.chdir(request.cwd);
       say({ id: request.id, wrapped: await SandboxManager.wrapWithSandbox(request.command) });
+    } else if (request.op === "ahead") {
+      process.chdir(request.cwd);
+      say({ id: request.id, wrapped: await SandboxManager.wrapWithSandbox(STUB) });
+    } else if (request.op === "note") {
+      noted = await noteFolders(watchedRoots(loaded.config, request.cwd));
+      say({ id: request.id });
+    } else if (request.op === "unchanged") {
+      say({ id: request.id, unchanged: noted !== null && unchanged(noted) });
+      noted = null;
     } else if (request.op === "cleanup") {
       SandboxManager.cleanupAfterCommand();
       say({ id: request.id });

@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import stat
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -89,6 +90,28 @@ class SandboxedShell:
             yield replace(self, wrapper=wrapper)
         finally:
             await wrapper.close()
+            remove_placeholders(folder, wrapper.absent)
+
+
+@dataclass
+class Ahead:
+    """A sandbox made ahead: its process, waiting for its command on `control`."""
+
+    process: asyncio.subprocess.Process
+    control: socket.socket
+    folder: Path
+    env: dict[str, str]
+
+    async def run(self, command: str, timeout: float) -> tuple[int | None, str]:
+        """Hand it `command`; as `run_command`."""
+        try:
+            line = f"{self.folder}\0{command}\0".encode(errors="surrogateescape")
+            await asyncio.get_running_loop().sock_sendall(self.control, line)
+        except OSError:
+            pass  # it ended first: its exit code says so
+        finally:
+            self.control.close()
+        return await _collect(self.process, timeout)
 
 
 def _inner(command: str, policy: SandboxPolicy) -> str:
@@ -125,10 +148,17 @@ class SandboxWrapper:
     turns a command into the line that runs it in the sandbox, and cleans up after it. Its
     network proxies live as long as it does. One command at a time."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, folder: Path) -> None:
         self.process = process
+        # Where its commands run, and the placeholder names not there before any: a sandbox
+        # made ahead stands its placeholders in between commands.
+        self.folder = folder
+        self.absent = absent_placeholders(folder)
         self.lock = asyncio.Lock()  # held from a command's wrapping to its clean-up
+        self._asking = asyncio.Lock()  # one request at a time on the runtime's pipe
         self._ids = itertools.count(1)
+        # The next command's sandbox, being made or ready (`prepare`).
+        self._next: asyncio.Future[Ahead | None] | None = None
         # What the runtime says on stderr, read as it comes (a full pipe would stall it): the
         # end of it names why it stopped.
         self._said = bytearray()
@@ -149,7 +179,7 @@ class SandboxWrapper:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
-        return cls(process)
+        return cls(process, folder)
 
     async def wrapped(self, command: str, folder: Path) -> str:
         """The line that runs `command` in the sandbox, from `folder`."""
@@ -160,15 +190,93 @@ class SandboxWrapper:
         """After a wrapped command: what the runtime mounted for it goes."""
         await self._ask({"op": "cleanup"})
 
+    def prepare(self, folder: Path, env: Mapping[str, str], cap_prefix: str) -> None:
+        """Make the next command's sandbox now, while the model thinks (`sandbox_ahead.mjs`):
+        a sandbox that waits for its command on a socket, and the folders it saw noted."""
+        self._next = asyncio.ensure_future(self._make(folder, dict(env), cap_prefix))
+
+    async def _make(self, folder: Path, env: dict[str, str], cap_prefix: str) -> Ahead | None:
+        wrapped = str((await self._ask({"op": "ahead", "cwd": str(folder)}))["wrapped"])
+        ours, theirs = socket.socketpair()
+        # The stub talks on fd 3 (`sandbox_ahead.mjs`): the socket moves there before the
+        # limits and the sandbox, outside it.
+        to_three = f"exec 3<&{theirs.fileno()} {theirs.fileno()}<&-\n"
+        try:
+            process = await asyncio.create_subprocess_exec(
+                "bash", "-c", to_three + cap_prefix + wrapped, cwd=folder, env=env,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+                pass_fds=(theirs.fileno(),),
+            )  # fmt: skip
+        except BaseException:
+            ours.close()
+            await self.cleanup()
+            raise
+        finally:
+            theirs.close()
+        ahead = Ahead(process, ours, folder, env)
+        try:
+            ours.setblocking(False)
+            if await asyncio.get_running_loop().sock_recv(ours, 1) != b"R":
+                raise OSError("the sandbox made ahead did not start")
+            await self._ask({"op": "note", "cwd": str(folder)})
+        except BaseException:
+            await self._drop(ahead)
+            raise
+        return ahead
+
+    async def take(self, command: str, folder: Path, env: Mapping[str, str]) -> Ahead | None:
+        """The sandbox made ahead, for `command` in `folder` with `env`, if it is ready and
+        nothing it saw has changed; else None (it is thrown away: wrap the command anew)."""
+        made, self._next = self._next, None
+        if made is None:
+            return None
+        try:
+            ahead = await made
+        except (OSError, ValueError):
+            return None
+        if ahead is None:
+            return None
+        fits = ahead.process.returncode is None and ahead.folder == folder and ahead.env == env
+        fits = fits and "\0" not in command  # which `bash -c` refuses, as before
+        if fits and (await self._ask({"op": "unchanged"})).get("unchanged") is True:
+            return ahead
+        await self._drop(ahead)
+        return None
+
+    async def discard(self) -> None:
+        """Throw away the sandbox made ahead, if any: returns once it is gone, the runtime
+        has removed what it mounted for it, and its placeholders are out of the project.
+
+        One still being made is waited for, never cancelled: the runtime would go on making
+        it, and its placeholders would appear after this returned (in front of the file tool
+        this clears the way for), with nobody left to remove them."""
+        async with self.lock:
+            made, self._next = self._next, None
+            if made is None:
+                return
+            with contextlib.suppress(OSError, ValueError):
+                if (ahead := await made) is not None:
+                    await self._drop(ahead)
+            remove_placeholders(self.folder, self.absent)
+
+    async def _drop(self, ahead: Ahead) -> None:
+        ahead.control.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(ahead.process.pid, signal.SIGKILL)
+        await ahead.process.wait()
+        await self.cleanup()
+
     async def _ask(self, request: dict[str, str]) -> dict[str, Any]:
         await self._ready
         assert self.process.stdin is not None
-        number = next(self._ids)
-        self.process.stdin.write(json.dumps({**request, "id": number}).encode() + b"\n")
-        await self.process.stdin.drain()
-        answer = await self._answer()
-        while isinstance(answer.get("id"), int) and answer["id"] < number:
-            answer = await self._answer()  # the answer to a request whose caller was cancelled
+        async with self._asking:
+            number = next(self._ids)
+            self.process.stdin.write(json.dumps({**request, "id": number}).encode() + b"\n")
+            await self.process.stdin.drain()
+            answer = await self._answer()
+            while isinstance(answer.get("id"), int) and answer["id"] < number:
+                answer = await self._answer()  # the answer to a request whose caller left
         if answer.get("id") != number or "error" in answer:
             raise OSError(f"the sandbox runtime refused: {answer.get('error', answer)}")
         return answer
@@ -189,7 +297,16 @@ class SandboxWrapper:
         return answer
 
     async def close(self) -> None:
-        """End the runtime (closing its stdin lets it stop its proxies first)."""
+        """End the runtime (closing its stdin lets it stop its proxies first), and the
+        sandbox made ahead before it: one still being made is stopped where it is, as the
+        runtime ends next and the shell removes the placeholders after it (`SandboxedShell`);
+        nor is a command still running waited for."""
+        made, self._next = self._next, None
+        if made is not None:
+            made.cancel()
+            with contextlib.suppress(OSError, ValueError, asyncio.CancelledError):
+                if (ahead := await made) is not None:
+                    await self._drop(ahead)
         process = self.process
         if process.stdin is not None:
             process.stdin.close()
@@ -217,6 +334,8 @@ def shell_tool(
     async def run(args: Mapping[str, Any]) -> ToolResult:
         command = str(args.get("command", ""))
         timeout = limits.timeout(args.get("timeout"))
+        if sandbox is not None and sandbox.wrapper is not None:
+            return await _run(command, timeout)  # its runtime removes them (`run_command`)
         absent = absent_placeholders(project_dir)
         try:
             return await _run(command, timeout)
@@ -259,14 +378,23 @@ async def run_command(
     if sandbox is None or wrapper is None:
         return await _run_argv(shell_command(command, sandbox), folder, timeout,
                                child_env(environ))  # fmt: skip
+    inner = _inner(command, sandbox.policy)
+    env = {**child_env(environ), **_runtime_env(sandbox.policy)}
     async with wrapper.lock:
-        wrapped = await wrapper.wrapped(_inner(command, sandbox.policy), folder)
-        argv = ["bash", "-c", sandbox.policy.cap_prefix + wrapped]
-        env = {**child_env(environ), **_runtime_env(sandbox.policy)}
+        ahead = await wrapper.take(inner, folder, env)
         try:
+            if ahead is not None:
+                return await ahead.run(inner, timeout)
+            wrapped = await wrapper.wrapped(inner, folder)
+            argv = ["bash", "-c", sandbox.policy.cap_prefix + wrapped]
             return await _run_argv(argv, folder, timeout, env)
         finally:
             await wrapper.cleanup()
+            # Then the next command's sandbox, once the placeholders of this one went (one
+            # removed from under a sandbox would unmask its name there), within the lock: no
+            # other command's clean-up can come between its making and its noting.
+            remove_placeholders(wrapper.folder, wrapper.absent)
+            wrapper.prepare(folder, env, sandbox.policy.cap_prefix)
 
 
 async def _run_argv(
@@ -281,6 +409,12 @@ async def _run_argv(
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
+    return await _collect(process, timeout)
+
+
+async def _collect(process: asyncio.subprocess.Process, timeout: float) -> tuple[int | None, str]:
+    """A started command's exit code (None: it timed out, and was stopped) and the end of its
+    output."""
     tail = bytearray()
     dropped = 0
 

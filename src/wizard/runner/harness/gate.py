@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.fence import Fence
+
+# What a gate awaits before it runs a host tool, given the tool's name.
+Before = Callable[[str], Awaitable[None]]
 
 log = logging.getLogger(__name__)
 
@@ -117,17 +120,21 @@ class ToolGate:
         on_decision: Callable[[str, Decision], None] = lambda name, decision: None,
         halted: Callable[[], bool] = lambda: False,
         calls: SessionCalls | None = None,
+        before: Before | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.fence = fence
         self._on_decision = on_decision
         self.halted = halted
         self.calls = calls or ToolActivity().session()
+        self._before = before
 
-    def serving(self, *tools: HostTool) -> ToolGate:
-        """This gate with more host tools (an engine's stand-in for a tool of its own)."""
+    def serving(self, *tools: HostTool, before: Before | None = None) -> ToolGate:
+        """This gate with more host tools (an engine's stand-in for a tool of its own), and
+        `before(name)` awaited before it runs any (wizard's own shell throwing away the next
+        command's sandbox before a file tool, as pi's host does)."""
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
-                        self.halted, self.calls)  # fmt: skip
+                        self.halted, self.calls, before or self._before)  # fmt: skip
 
     def permit(
         self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
@@ -151,6 +158,8 @@ class ToolGate:
         if tool is None:
             return ToolResult(f"Error: unknown host tool {name}", is_error=True)
         try:
+            if self._before is not None:
+                await self._before(name)
             return await tool.handler(arguments)
         except Exception as exc:  # a tool bug goes back to the model, not up the stack
             log.exception("host tool %s failed", name)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import shlex
@@ -41,7 +42,7 @@ from wizard.runner.harness.anthropic.adapter import BUILTIN_TOOLS, GateHooks, mc
 from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
 from wizard.tools.base import HostTool
 from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
-from wizard.tools.shell import SandboxedShell, shell_tool
+from wizard.tools.shell import SandboxedShell, SandboxWrapper, shell_tool
 
 ClientFactory = Callable[[Any], Any]
 Event = dict[str, Any]
@@ -67,6 +68,8 @@ class ClaudeSession:
         self._tool_names: dict[str, str] = {}
         # What lives as long as the session: the sandbox runtime behind wizard's `bash`.
         self._exits = contextlib.AsyncExitStack()
+        # The shell's runtime, started once for the session (None without the OS sandbox).
+        self._wrapper: SandboxWrapper | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -226,7 +229,10 @@ class ClaudeSession:
         settings = config / "wizard-settings.json"
         helper = {"apiKeyHelper": f"cat {shlex.quote(str(token))}"}
         write_atomically(settings, json.dumps(helper).encode(), 0o600)
-        gate = launch.gate.serving(*shell)
+        before = None
+        if (wrapper := self._wrapper) is not None:
+            before = functools.partial(_discard_unless, shell="bash", wrapper=wrapper)
+        gate = launch.gate.serving(*shell, before=before)
         hooks = GateHooks(sdk, gate)
         return sdk.ClaudeAgentOptions(
             cwd=str(launch.project_dir),
@@ -265,7 +271,15 @@ class ClaudeSession:
         except OSError as exc:
             said = f"the sandbox runtime for wizard's bash did not start: {exc}"
             raise EngineError(said) from exc
+        self._wrapper = started.wrapper
         return [shell_tool(launch.project_dir, started)]
+
+
+async def _discard_unless(name: str, shell: str, wrapper: SandboxWrapper) -> None:
+    """Before any tool but the shell: the next command's sandbox goes (what the tool changes
+    must be in the next one, and it must not find that sandbox's placeholders)."""
+    if name != shell:
+        await wrapper.discard()
 
 
 def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
