@@ -131,10 +131,19 @@ class ToolGate:
 
     def serving(self, *tools: HostTool, before: Before | None = None) -> ToolGate:
         """This gate with more host tools (an engine's stand-in for a tool of its own), and
-        `before(name)` awaited before it runs any (wizard's own shell throwing away the next
-        command's sandbox before a file tool, as pi's host does)."""
+        `before(name)` awaited before it judges a call (`judge`: wizard's own shell throwing
+        away the next command's sandbox before a file tool, as pi's host does; the fence
+        must not find that sandbox's placeholders either)."""
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
                         self.halted, self.calls, before or self._before)  # fmt: skip
+
+    async def judge(
+        self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
+    ) -> Decision:
+        """`permit`, once what must come before any call of `name` is done (`serving`)."""
+        if self._before is not None:
+            await self._before(name)
+        return self.permit(name, arguments, call_id)
 
     def permit(
         self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
@@ -158,8 +167,6 @@ class ToolGate:
         if tool is None:
             return ToolResult(f"Error: unknown host tool {name}", is_error=True)
         try:
-            if self._before is not None:
-                await self._before(name)
             return await tool.handler(arguments)
         except Exception as exc:  # a tool bug goes back to the model, not up the stack
             log.exception("host tool %s failed", name)

@@ -70,7 +70,7 @@ class GateHooks:
             str(hook_input.get("tool_name")), hook_input.get("tool_input") or {}
         )
         call_id = tool_use_id or hook_input.get("tool_use_id")
-        decision = self._gate.permit(name, args, str(call_id) if call_id else None)
+        decision = await self._gate.judge(name, args, str(call_id) if call_id else None)
         self._decisions[str(call_id)] = decision
         if decision.allow:
             return {}
@@ -87,7 +87,7 @@ class GateHooks:
         call_id = getattr(context, "tool_use_id", None)
         decision = self._decisions.get(str(call_id or ""))
         if decision is None:
-            decision = self._gate.permit(*fence_call(name, arguments), call_id or None)
+            decision = await self._gate.judge(*fence_call(name, arguments), call_id or None)
         if decision.allow and not self._gate.halted():
             return self._sdk.PermissionResultAllow(updated_input=arguments)
         return self._sdk.PermissionResultDeny(message=decision.reason or "Blocked.")

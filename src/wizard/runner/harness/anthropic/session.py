@@ -276,8 +276,9 @@ class ClaudeSession:
 
 
 async def _discard_unless(name: str, shell: str, wrapper: SandboxWrapper) -> None:
-    """Before any tool but the shell: the next command's sandbox goes (what the tool changes
-    must be in the next one, and it must not find that sandbox's placeholders)."""
+    """Before the gate judges a call of any tool but the shell: the next command's sandbox
+    goes (what the tool changes must be in the next one, and neither the fence nor the tool
+    may find that sandbox's placeholders: `.husky` as an empty file is "not a folder")."""
     if name != shell:
         await wrapper.discard()
 

@@ -1,0 +1,41 @@
+"""The anthropic harness's PreToolUse hook: what must come before a call is done before the
+fence judges it (the next command's sandbox thrown away before a file tool: its placeholders
+would make the fence judge a name that is not there, `.husky` as an empty file)."""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from pathlib import Path
+
+from wizard.runner.harness.anthropic.adapter import GateHooks
+from wizard.runner.harness.gate import ToolGate
+from wizard.tools.fence import Fence
+
+
+def _deny_reason(answer: dict[str, object]) -> str:
+    said = answer.get("hookSpecificOutput")
+    assert isinstance(said, dict)
+    return str(said["permissionDecisionReason"])
+
+
+def test_the_fence_judges_a_file_tool_after_the_sandbox_made_ahead_is_gone(
+    tmp_path: Path,
+) -> None:
+    placeholder = tmp_path / ".husky"
+    placeholder.touch()  # as a sandbox standing ready leaves it, an empty file
+    thrown_away: list[str] = []
+
+    async def discard(name: str) -> None:
+        thrown_away.append(name)
+        placeholder.unlink(missing_ok=True)
+
+    gate = ToolGate([], Fence(tmp_path)).serving(before=discard)
+    hooks = GateHooks(types.ModuleType("sdk"), gate)
+    call = {"tool_name": "mcp__wizard__write",
+            "tool_input": {"path": ".husky/pre-commit", "content": "x"}}  # fmt: skip
+    blind = GateHooks(types.ModuleType("sdk"), ToolGate([], Fence(tmp_path)))
+    assert "is not a folder" in _deny_reason(asyncio.run(blind.pre_tool_use(call, "a", None)))
+    answer = asyncio.run(hooks.pre_tool_use(call, "toolu_1", None))
+    assert thrown_away == ["write"]
+    assert answer == {}  # the fence lets it through; the write tool refuses the name itself
