@@ -25,7 +25,7 @@ from typing import Any
 from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.fence import Fence
 
-# What a gate awaits before it runs a host tool, given the tool's name.
+# What a gate awaits before it judges a call, given the tool's name (`ToolGate.judge`).
 Before = Callable[[str], Awaitable[None]]
 
 log = logging.getLogger(__name__)
