@@ -200,13 +200,14 @@ class SandboxWrapper:
         ours, theirs = socket.socketpair()
         # The stub talks on fd 3 (`sandbox_ahead.mjs`): the socket moves there before the
         # limits and the sandbox, outside it.
-        to_three = f"exec 3<&{theirs.fileno()} {theirs.fileno()}<&-\n"
+        fd = theirs.fileno()
+        to_three = f"exec 3<&{fd} {fd}<&-\n" if fd != 3 else ""
         try:
             process = await asyncio.create_subprocess_exec(
                 "bash", "-c", to_three + cap_prefix + wrapped, cwd=folder, env=env,
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-                pass_fds=(theirs.fileno(),),
+                pass_fds=(fd,),
             )  # fmt: skip
         except BaseException:
             ours.close()
