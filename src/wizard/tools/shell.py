@@ -28,6 +28,8 @@ from wizard.tools.code_names import ROOT_NAMES
 from wizard.tools.limits import OUTPUT_BYTES, CommandLimits
 from wizard.tools.sandbox import SandboxPolicy
 
+# The shell's host tool (the anthropic harness's stand-in for Claude Code's own).
+SHELL_TOOL = "bash"
 MAX_OUTPUT_CHARS = 30_000
 # A shell's exit codes for a command it could not run: not executable, not found.
 COULD_NOT_RUN = (126, 127)
@@ -158,7 +160,7 @@ class SandboxWrapper:
         self._asking = asyncio.Lock()  # one request at a time on the runtime's pipe
         self._ids = itertools.count(1)
         # The next command's sandbox, being made or ready (`prepare`).
-        self._next: asyncio.Future[Ahead | None] | None = None
+        self._next: asyncio.Future[Ahead] | None = None
         # What the runtime says on stderr, read as it comes (a full pipe would stall it): the
         # end of it names why it stopped.
         self._said = bytearray()
@@ -195,7 +197,7 @@ class SandboxWrapper:
         a sandbox that waits for its command on a socket, and the folders it saw noted."""
         self._next = asyncio.ensure_future(self._make(folder, dict(env), cap_prefix))
 
-    async def _make(self, folder: Path, env: dict[str, str], cap_prefix: str) -> Ahead | None:
+    async def _make(self, folder: Path, env: dict[str, str], cap_prefix: str) -> Ahead:
         wrapped = str((await self._ask({"op": "ahead", "cwd": str(folder)}))["wrapped"])
         ours, theirs = socket.socketpair()
         # The stub talks on fd 3 (`sandbox_ahead.mjs`): the socket moves there before the
@@ -236,8 +238,6 @@ class SandboxWrapper:
             ahead = await made
         except (OSError, ValueError):
             return None
-        if ahead is None:
-            return None
         fits = ahead.process.returncode is None and ahead.folder == folder and ahead.env == env
         fits = fits and "\0" not in command  # which `bash -c` refuses, as before
         if fits and (await self._ask({"op": "unchanged"})).get("unchanged") is True:
@@ -257,9 +257,16 @@ class SandboxWrapper:
             if made is None:
                 return
             with contextlib.suppress(OSError, ValueError):
-                if (ahead := await made) is not None:
-                    await self._drop(ahead)
+                await self._drop(await made)
             remove_placeholders(self.folder, self.absent)
+
+    async def before_call(self, name: str) -> None:
+        """Before the gate judges a call of any tool but this shell (`ToolGate.serving`): the
+        next command's sandbox goes (what the tool changes must be in the next one, and
+        neither the fence nor the tool may find its placeholders: `.husky` as an empty file
+        "is not a folder")."""
+        if name != SHELL_TOOL:
+            await self.discard()
 
     async def _drop(self, ahead: Ahead) -> None:
         ahead.control.close()
@@ -306,8 +313,7 @@ class SandboxWrapper:
         if made is not None:
             made.cancel()
             with contextlib.suppress(OSError, ValueError, asyncio.CancelledError):
-                if (ahead := await made) is not None:
-                    await self._drop(ahead)
+                await self._drop(await made)
         process = self.process
         if process.stdin is not None:
             process.stdin.close()
@@ -357,7 +363,7 @@ def shell_tool(
         return ToolResult(text if code == 0 else f"{text}\n(exit code {code})", is_error=code != 0)
 
     return HostTool(
-        "bash",
+        SHELL_TOOL,
         "Run a bash command in the project folder; returns its output. Package managers, "
         "builds, tests and read-only inspection.",
         schema({"command": {"type": "string"}, "timeout": {"type": "number"}}, ["command"]),

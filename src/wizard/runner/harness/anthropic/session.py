@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import os
 import shlex
@@ -229,9 +228,7 @@ class ClaudeSession:
         settings = config / "wizard-settings.json"
         helper = {"apiKeyHelper": f"cat {shlex.quote(str(token))}"}
         write_atomically(settings, json.dumps(helper).encode(), 0o600)
-        before = None
-        if (wrapper := self._wrapper) is not None:
-            before = functools.partial(_discard_unless, shell="bash", wrapper=wrapper)
+        before = self._wrapper.before_call if self._wrapper is not None else None
         gate = launch.gate.serving(*shell, before=before)
         hooks = GateHooks(sdk, gate)
         return sdk.ClaudeAgentOptions(
@@ -273,14 +270,6 @@ class ClaudeSession:
             raise EngineError(said) from exc
         self._wrapper = started.wrapper
         return [shell_tool(launch.project_dir, started)]
-
-
-async def _discard_unless(name: str, shell: str, wrapper: SandboxWrapper) -> None:
-    """Before the gate judges a call of any tool but the shell: the next command's sandbox
-    goes (what the tool changes must be in the next one, and neither the fence nor the tool
-    may find that sandbox's placeholders: `.husky` as an empty file is "not a folder")."""
-    if name != shell:
-        await wrapper.discard()
 
 
 def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
