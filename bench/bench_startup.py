@@ -9,6 +9,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
 - floor: the engine alone, from its process start to its first model request (pi: `pi --mode
   rpc` given a prompt at once; anthropic: the Claude CLI the SDK bundles, `-p`), against the
   same scripted gateway; this is what no wizard can beat;
+- SDK floor (anthropic): a Python program that imports the Claude Agent SDK and asks one
+  prompt through its client, to its first model request: the engine as any program that
+  drives it through the SDK meets it (pi's floor holds its SDK's import likewise);
 - start: `wizard run transactional-email --ci` from its process start to the first model
   request, and its phases from the run's own events (Python and the plan up to `run_started`;
   `run_started` up to the work's spinner: lock, sandbox policy, engine check, first
@@ -148,6 +151,41 @@ def floor(harness: str, project: Path, folder: Path) -> float:
     return first - started
 
 
+# The smallest program on the Claude Agent SDK: one prompt through its client.
+SDK_PROGRAM = """
+import asyncio, sys
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+async def main():
+    cwd, model, url, config = sys.argv[1:]
+    env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "k", "CLAUDE_CONFIG_DIR": config}
+    options = ClaudeAgentOptions(cwd=cwd, model=model, tools=[], setting_sources=[], env=env)
+    async with ClaudeSDKClient(options) as client:
+        await client.query("go")
+        async for _ in client.receive_response():
+            pass
+asyncio.run(main())
+"""
+
+
+def sdk_floor(project: Path, folder: Path) -> float:
+    """The Claude Agent SDK's smallest program: process start → its first model request."""
+    with gateway(folder, [said("done")] * 4) as (url, log):
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [sys.executable, "-c", SDK_PROGRAM, str(project), MODEL, url,
+             str(folder / "claude-config")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            while not requests(log) and process.poll() is None:
+                time.sleep(0.005)
+            first = requests(log)[0]["received_at"]
+        finally:
+            process.kill()
+            process.wait()
+    return first - started
+
+
 def _claude_cli() -> Path:
     files = metadata.distribution("claude-agent-sdk").files or []
     entry = next(f for f in files if f.name == "claude" and "_bundled" in f.parts)
@@ -231,11 +269,13 @@ def measure(harness: str, project: Path, folder: Path, src: Path | None, think_m
     return figures
 
 
-def summary(runs: list[dict[str, float]], engine_floor: float) -> dict[str, float]:
-    """Medians over the runs, with what they add to the floor and to a plain command."""
+def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str, float]:
+    """Medians over the runs, with what they add to the floors and to a plain command."""
     figures = {key: round(statistics.median(run[key] for run in runs), 1) for key in runs[0]}
-    figures["engine_floor"] = engine_floor
-    figures["over_floor"] = round(figures["start_to_first_request"] - engine_floor, 1)
+    for name, floor_ms in floors.items():  # engine_floor, and sdk_floor for anthropic
+        figures[name] = floor_ms
+        over = "over_floor" if name == "engine_floor" else f"over_{name}"
+        figures[over] = round(figures["start_to_first_request"] - floor_ms, 1)
     for suffix in ("", "_thinking"):
         added = figures["tool_sandboxed" + suffix] - figures["tool_plain" + suffix]
         figures["sandbox_adds" + suffix] = round(added, 1)
@@ -255,19 +295,24 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
             for harness in harnesses:
                 folder = root / f"{harness}-{size}"
                 folder.mkdir()
-                floors: list[float] = []
+                floors: dict[str, list[float]] = {"engine_floor": []}
+                if harness == "anthropic":
+                    floors["sdk_floor"] = []
                 measured: dict[str, list[dict[str, float]]] = {build: [] for build in builds}
                 # One run of each build first, not measured: the journal's first snapshot of a
                 # new project hashes every file, and would land on whichever build went first.
                 for src in builds.values():
                     wizard_run(harness, project, folder, [ABORT], src=src)
                 for _ in range(runs):  # interleaved, so a noisy moment hits every column
-                    floors.append(floor(harness, project, folder) * 1000)
+                    floors["engine_floor"].append(floor(harness, project, folder) * 1000)
+                    if "sdk_floor" in floors:
+                        floors["sdk_floor"].append(sdk_floor(project, folder) * 1000)
                     for build, src in builds.items():
                         measured[build].append(measure(harness, project, folder, src, think_ms))
-                engine_floor = round(statistics.median(floors), 1)
+                medians = {name: round(statistics.median(values), 1)
+                           for name, values in floors.items()}  # fmt: skip
                 by_harness[harness] = {
-                    build: summary(values, engine_floor) for build, values in measured.items()
+                    build: summary(values, medians) for build, values in measured.items()
                 }
                 for build, figures in by_harness[harness].items():
                     shown = "  ".join(f"{key} {value:g}" for key, value in figures.items())

@@ -40,16 +40,19 @@ def _missing() -> UsageError:
     )
 
 
+def bundled_cli() -> Path | None:
+    """Where the SDK's wheel put the Claude CLI it bundles; None for an SDK built without one
+    (that one runs the CLI on PATH) or none installed."""
+    entry = _bundled_entry()
+    return None if entry is None else Path(str(entry.locate()))
+
+
 def check_bundled_cli() -> None:
     """The Claude CLI the SDK ships is byte for byte the one in its wheel's RECORD;
     `EngineChanged` with the reinstall command otherwise."""
-    try:
-        files = metadata.distribution(SDK_PACKAGE).files or []
-    except metadata.PackageNotFoundError:
-        return  # load_sdk names the fix
-    entry = next((f for f in files if f.name == "claude" and "_bundled" in f.parts), None)
+    entry = _bundled_entry()
     if entry is None or entry.hash is None or entry.hash.mode != "sha256":
-        return  # an SDK built without a bundled CLI uses the one on PATH
+        return  # no SDK (load_sdk names the fix), or one that uses the CLI on PATH
     path = Path(str(entry.locate()))
     cache = state_root() / "engines" / "claude-cli.json"
     if not path.is_file() or not file_matches_record(path, entry.hash.value, cache):
@@ -58,3 +61,11 @@ def check_bundled_cli() -> None:
             "wizard does not run a changed engine.",
             f"Reinstall it: `pip install --force-reinstall '{SDK_PACKAGE}=={SDK_VERSION}'`.",
         )
+
+
+def _bundled_entry() -> metadata.PackagePath | None:
+    try:
+        files = metadata.distribution(SDK_PACKAGE).files or []
+    except metadata.PackageNotFoundError:
+        return None
+    return next((f for f in files if f.name == "claude" and "_bundled" in f.parts), None)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from types import ModuleType
 
 from wizard.engines.bundle import verified_bundle
 from wizard.engines.claude import check_bundled_cli, check_sdk_installed, load_sdk
-from wizard.errors import EngineChanged, EngineError
+from wizard.errors import EngineChanged, EngineError, UsageError
 from wizard.runner.harness.anthropic.session import ClaudeSession, ClientFactory
 from wizard.runner.harness.driver import DetectionPolicy, EngineHarness
 from wizard.runner.harness.types import EngineLaunch
@@ -32,15 +33,16 @@ class AnthropicHarness(EngineHarness):
     def __init__(self, client_factory: ClientFactory | None = None) -> None:
         # Tests hand in a client over a scripted transport; runs use `ClaudeSDKClient`.
         def session(launch: EngineLaunch) -> ClaudeSession:
-            return ClaudeSession(launch, client_factory)
+            return ClaudeSession(launch, self._sdk, client_factory)
 
         super().__init__(session)
+        self._loading: asyncio.Future[ModuleType] | None = None
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
-        """The SDK must import. The engine bundle, which holds the sandbox runtime for wizard's
-        `bash`, is installed if missing; without Node.js only a run with --no-sandbox can go
-        on (a sandboxed one then stops, naming the fix)."""
-        await asyncio.to_thread(load_sdk)  # while the run gets the rest ready
+        """The SDK starts loading, which each session waits for once its CLI has started. The
+        CLI must be the one the SDK installed. The engine bundle, which holds the sandbox
+        runtime for wizard's `bash`, is installed if missing; without Node.js only a run with
+        --no-sandbox can go on (a sandboxed one then stops, naming the fix)."""
         await asyncio.to_thread(check_bundled_cli)
         try:
             await asyncio.to_thread(verified_bundle, progress)
@@ -48,6 +50,26 @@ class AnthropicHarness(EngineHarness):
             raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:
             progress(f"the sandbox runtime is not available: {exc.message}")
+        self._load()
+
+    async def close(self) -> None:
+        """An SDK no session waited for: its failure, if it failed, was not the run's."""
+        if self._loading is not None and self._loading.done() and not self._loading.cancelled():
+            self._loading.exception()
+
+    def _load(self) -> asyncio.Future[ModuleType]:
+        """The SDK's import, in a thread of its own (started once; 1.5 s here)."""
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(asyncio.to_thread(load_sdk))
+        return self._loading
+
+    async def _sdk(self) -> ModuleType:
+        """The SDK, once imported; `EngineError` if it cannot be (after the install check
+        passed: a broken install), with the command that mends it."""
+        try:
+            return await asyncio.shield(self._load())
+        except UsageError as exc:
+            raise EngineError(exc.message, exc.hint) from exc
 
 
 def usable_harness() -> AnthropicHarness:

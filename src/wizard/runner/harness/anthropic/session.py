@@ -28,16 +28,17 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from wizard.atomic import write_atomically
 from wizard.engines.bundle import installed_bundle
-from wizard.engines.claude import load_sdk
+from wizard.engines.claude import bundled_cli
 from wizard.errors import EngineError
-from wizard.runner.harness.anthropic.adapter import BUILTIN_TOOLS, GateHooks, mcp_server
+from wizard.runner.harness.anthropic.adapter import SERVER, GateHooks, mcp_server
+from wizard.runner.harness.anthropic.cli import CliConfig, start_cli
 from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
 from wizard.tools.base import HostTool
 from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
@@ -52,9 +53,16 @@ class ClaudeSession:
     """One Claude CLI process, through the SDK's client; tests hand in a client over a
     scripted transport (`client_factory`)."""
 
-    def __init__(self, launch: EngineLaunch, client_factory: ClientFactory | None = None) -> None:
+    def __init__(
+        self,
+        launch: EngineLaunch,
+        load_sdk: Callable[[], Awaitable[ModuleType]],
+        client_factory: ClientFactory | None = None,
+    ) -> None:
         self.launch = launch
+        self._load_sdk = load_sdk
         self._client_factory = client_factory
+        self._process: asyncio.subprocess.Process | None = None  # the CLI, started by wizard
         self._sdk: ModuleType | None = None
         self._client: Any = None
         self._workspace: Path | None = None
@@ -73,18 +81,34 @@ class ClaudeSession:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the CLI behind wizard's proxy; `EngineError` if it does not."""
-        sdk = self._sdk = load_sdk()
+        """Start the CLI behind wizard's proxy (before the SDK is loaded, so that the two
+        overlap: `cli`); `EngineError` if it does not start."""
         self._workspace = Path(tempfile.mkdtemp(prefix="wizard-claude-"))
+        config = self._config(self._workspace)
+        cli = None if self._client_factory is not None else bundled_cli()
+        if cli is not None and cli.is_file():
+            try:
+                self._process = await start_cli(cli, config)
+            except OSError as exc:
+                raise EngineError(f"the Claude CLI did not start: {exc}") from exc
         shell = await self._shell(self._workspace)
-        options = self._options(sdk, self._workspace, shell)
-        self._client = (self._client_factory or sdk.ClaudeSDKClient)(options)
+        sdk = self._sdk = await self._load_sdk()
+        options = self._options(sdk, config, shell)
+        if self._process is not None:
+            from wizard.runner.harness.anthropic.transport import StartedCLI  # imports the SDK
+
+            transport = StartedCLI(self._process, self.launch.log)
+            self._client = sdk.ClaudeSDKClient(options, transport=transport)
+        else:  # the scripted CLI of the unit tests, or an SDK that finds its CLI itself
+            self._client = (self._client_factory or sdk.ClaudeSDKClient)(options)
         with self._sdk_errors():
             await self._client.connect()
 
     @property
     def pid(self) -> int | None:
         """The CLI's process id, while it runs (the SDK keeps it on its transport)."""
+        if self._process is not None:
+            return self._process.pid
         process = getattr(getattr(self._client, "_transport", None), "_process", None)
         return getattr(process, "pid", None)
 
@@ -98,6 +122,10 @@ class ClaudeSession:
                     await asyncio.wait_for(client.interrupt(), 5)
             with contextlib.suppress(Exception):
                 await client.disconnect()
+        if self._process is not None and self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # started, and no client took it
+                self._process.kill()
+            await self._process.wait()
         await self._exits.aclose()
         if self._workspace is not None:
             shutil.rmtree(self._workspace, ignore_errors=True)
@@ -218,7 +246,9 @@ class ClaudeSession:
 
     # --- what the CLI is given ------------------------------------------------------------
 
-    def _options(self, sdk: ModuleType, workspace: Path, shell: list[HostTool]) -> Any:
+    def _config(self, workspace: Path) -> CliConfig:
+        """The CLI's configuration, its files written into the session's folder: the token
+        reaches it through an `apiKeyHelper` in a private settings file."""
         launch = self.launch
         config, temp = workspace / "config", workspace / "tmp"
         config.mkdir()
@@ -228,24 +258,24 @@ class ClaudeSession:
         settings = config / "wizard-settings.json"
         helper = {"apiKeyHelper": f"cat {shlex.quote(str(token))}"}
         write_atomically(settings, json.dumps(helper).encode(), 0o600)
+        return CliConfig(
+            cwd=launch.project_dir,
+            model=launch.model,
+            system_prompt=launch.system_prompt.strip(),
+            settings=settings,
+            env=_cli_env(launch.proxy_url, config, temp),
+        )
+
+    def _options(self, sdk: ModuleType, config: CliConfig, shell: list[HostTool]) -> Any:
         before = self._wrapper.before_call if self._wrapper is not None else None
-        gate = launch.gate.serving(*shell, before=before)
+        gate = self.launch.gate.serving(*shell, before=before)
         hooks = GateHooks(sdk, gate)
         return sdk.ClaudeAgentOptions(
-            cwd=str(launch.project_dir),
-            model=launch.model,
-            tools=list(BUILTIN_TOOLS),
-            system_prompt=launch.system_prompt.strip(),
-            mcp_servers={"wizard": mcp_server(sdk, gate)},
+            **config.options_fields(),
+            mcp_servers={SERVER: mcp_server(sdk, gate)},
             hooks=hooks.hooks(),
             can_use_tool=hooks.can_use_tool,
-            permission_mode="default",
-            setting_sources=[],
-            settings=str(settings),
-            env=_cli_env(launch.proxy_url, config, temp),
-            extra_args={"no-session-persistence": None},
-            include_partial_messages=True,
-            stderr=launch.log,
+            stderr=self.launch.log,
         )
 
     async def _shell(self, workspace: Path) -> list[HostTool]:

@@ -1,0 +1,157 @@
+"""The Claude CLI wizard starts before the SDK has loaded: the SDK's own command line and
+environment for the same options, spoken to as the SDK's own transport speaks to it, and
+never left running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sdk = pytest.importorskip("claude_agent_sdk")
+
+import anyio  # noqa: E402
+
+from wizard.engines.claude import bundled_cli  # noqa: E402
+from wizard.errors import EngineError  # noqa: E402
+from wizard.runner.harness.anthropic import session as session_module  # noqa: E402
+from wizard.runner.harness.anthropic.adapter import SERVER  # noqa: E402
+from wizard.runner.harness.anthropic.cli import (  # noqa: E402
+    CliConfig,
+    cli_command,
+    cli_environment,
+)
+from wizard.runner.harness.anthropic.session import ClaudeSession  # noqa: E402
+from wizard.runner.harness.anthropic.transport import StartedCLI  # noqa: E402
+from wizard.runner.harness.gate import ToolGate  # noqa: E402
+from wizard.runner.harness.types import EngineLaunch  # noqa: E402
+from wizard.tools.fence import Fence  # noqa: E402
+
+
+class _Spawned(Exception):
+    """What the stand-in for the SDK's process start raises once it has seen the call."""
+
+
+def _config(tmp_path: Path) -> CliConfig:
+    return CliConfig(
+        cwd=tmp_path,
+        model="claude-sonnet-4-6",
+        system_prompt="# Running inside wizard\n- notes",
+        settings=tmp_path / "settings.json",
+        env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "OPENAI_API_KEY": ""},
+    )
+
+
+async def test_wizard_starts_the_cli_exactly_as_the_sdk_would_for_the_same_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _config(tmp_path)
+    spawned: dict[str, Any] = {}
+
+    async def open_process(command: list[str], **how: Any) -> None:
+        spawned.update(how, command=command)
+        raise _Spawned
+
+    async def allow(*_: Any) -> Any:
+        return sdk.PermissionResultAllow()
+
+    monkeypatch.setattr(anyio, "open_process", open_process)
+    options = sdk.ClaudeAgentOptions(
+        **config.options_fields(),
+        mcp_servers={SERVER: sdk.create_sdk_mcp_server(SERVER, "1.0.0", tools=[])},
+        can_use_tool=allow,
+        stderr=lambda line: None,
+    )
+    with pytest.raises(sdk.CLIConnectionError):
+        await sdk.ClaudeSDKClient(options).connect()
+
+    cli = bundled_cli()
+    assert cli is not None
+    assert spawned["command"] == cli_command(cli, config)
+    assert spawned["env"] == cli_environment(config, os.environ)
+    assert spawned["cwd"] == str(tmp_path)
+
+
+async def _process(*code: str) -> asyncio.subprocess.Process:
+    """A stand-in CLI: Python running `code`, with the pipes `start_cli` gives the real one."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "\n".join(code),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def test_the_started_cli_speaks_lines_of_json_and_its_stderr_goes_to_the_log() -> None:
+    said: list[str] = []
+    process = await _process(
+        "import sys",
+        "print('[SandboxDebug] not a message')",
+        'print(\'{"type": "system", "subtype": "init"}\', flush=True)',
+        "print('diagnostic line', file=sys.stderr, flush=True)",
+        "line = sys.stdin.readline()",
+        "print(line.strip(), flush=True)",
+    )
+    transport = StartedCLI(process, said.append)
+    await transport.connect()
+    await transport.write('{"type": "user", "n": 1}\n')
+    messages = [message async for message in transport.read_messages()]
+    await transport.close()
+    assert messages == [{"type": "system", "subtype": "init"}, {"type": "user", "n": 1}]
+    assert said == ["diagnostic line"] and process.returncode == 0
+
+
+async def test_a_cli_that_fails_or_writes_broken_json_is_an_sdk_error() -> None:
+    failing = StartedCLI(await _process("raise SystemExit(7)"), lambda line: None)
+    await failing.connect()
+    with pytest.raises(sdk.ProcessError, match="exit code 7"):
+        [message async for message in failing.read_messages()]
+    await failing.close()
+    broken = StartedCLI(await _process("print('{\"type\": ')"), lambda line: None)
+    await broken.connect()
+    with pytest.raises(sdk.CLIJSONDecodeError):
+        [message async for message in broken.read_messages()]
+    await broken.close()
+
+
+async def test_closing_a_cli_that_ignores_the_end_of_its_input_terminates_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from wizard.runner.harness.anthropic import transport as transport_module
+
+    monkeypatch.setattr(transport_module, "_GRACE", 0.2)
+    process = await _process("import time", "while True: time.sleep(1)")
+    transport = StartedCLI(process, lambda line: None)
+    await transport.connect()
+    await transport.close()
+    assert process.returncode is not None and process.returncode < 0  # by a signal
+
+
+async def test_a_cli_started_for_a_session_that_never_connects_is_killed_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK failed to load after the CLI had started: nothing of the CLI is left."""
+    standin = tmp_path / "claude"
+    standin.write_text(f"#!{sys.executable}\nimport time\nwhile True: time.sleep(1)\n")
+    standin.chmod(0o755)
+    monkeypatch.setattr(session_module, "bundled_cli", lambda: standin)
+
+    async def no_sdk() -> Any:
+        raise EngineError("The anthropic harness needs claude-agent-sdk", "Install it")
+
+    gate = ToolGate([], Fence(tmp_path))
+    launch = EngineLaunch(
+        project_dir=tmp_path, model="m", api="anthropic-messages",
+        proxy_url="http://127.0.0.1:1", token="t", gate=gate, shell=False,
+    )  # fmt: skip
+    session = ClaudeSession(launch, no_sdk)
+    with pytest.raises(EngineError):
+        await session.start()
+    pid = session.pid
+    assert pid is not None
+    await session.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
