@@ -14,7 +14,9 @@ time; the run's tool gate as a pre-tool hook and the permission callback; the ga
 `ANTHROPIC_BASE_URL` pointing at wizard's proxy, whose per-run token reaches the CLI through
 an `apiKeyHelper` in a private settings file, never through its environment; its own config
 and temp folders; no session files, no nonessential traffic, no retries of its own (nor its
-non-streaming fallback after a broken stream).
+non-streaming fallback after a broken stream). wizard starts the CLI itself before the SDK
+has loaded, on the SDK's own command line for these options, and the SDK then takes the
+running process over as its transport (`cli`, `transport`).
 
 The SDK's errors end here, as `EngineError`.
 """
@@ -106,7 +108,8 @@ class ClaudeSession:
 
     @property
     def pid(self) -> int | None:
-        """The CLI's process id, while it runs (the SDK keeps it on its transport)."""
+        """The CLI's process id, while it runs (wizard's, or the SDK's transport's when the SDK
+        started it)."""
         if self._process is not None:
             return self._process.pid
         process = getattr(getattr(self._client, "_transport", None), "_process", None)
