@@ -39,10 +39,10 @@ class AnthropicHarness(EngineHarness):
         self._loading: asyncio.Future[ModuleType] | None = None
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
-        """The SDK starts loading, which each session waits for once its CLI has started. The
-        CLI must be the one the SDK installed. The engine bundle, which holds the sandbox
-        runtime for wizard's `bash`, is installed if missing; without Node.js only a run with
-        --no-sandbox can go on (a sandboxed one then stops, naming the fix)."""
+        """The CLI must be the one the SDK installed. The engine bundle, which holds the
+        sandbox runtime for wizard's `bash`, is installed if missing; without Node.js only a
+        run with --no-sandbox can go on (a sandboxed one then stops, naming the fix). The SDK
+        is imported later, by the first session, once it has started the CLI (`_sdk`)."""
         await asyncio.to_thread(check_bundled_cli)
         try:
             await asyncio.to_thread(verified_bundle, progress)
@@ -50,24 +50,22 @@ class AnthropicHarness(EngineHarness):
             raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:
             progress(f"the sandbox runtime is not available: {exc.message}")
-        self._load()
 
     async def close(self) -> None:
         """An SDK no session waited for: its failure, if it failed, was not the run's."""
         if self._loading is not None and self._loading.done() and not self._loading.cancelled():
             self._loading.exception()
 
-    def _load(self) -> asyncio.Future[ModuleType]:
-        """The SDK's import, in a thread of its own (started once; 1.5 s here)."""
+    async def _sdk(self) -> ModuleType:
+        """The SDK, once imported (in a thread, once for every session of the run: 1.5 s of
+        CPU here, which the CLI's own start overlaps; started no earlier, since it holds the
+        interpreter's lock most of that time, and the journal's first walk of the project
+        would wait on it); `EngineError` if it cannot be (after the install check passed: a
+        broken install), with the command that mends it."""
         if self._loading is None:
             self._loading = asyncio.ensure_future(asyncio.to_thread(load_sdk))
-        return self._loading
-
-    async def _sdk(self) -> ModuleType:
-        """The SDK, once imported; `EngineError` if it cannot be (after the install check
-        passed: a broken install), with the command that mends it."""
         try:
-            return await asyncio.shield(self._load())
+            return await asyncio.shield(self._loading)
         except UsageError as exc:
             raise EngineError(exc.message, exc.hint) from exc
 

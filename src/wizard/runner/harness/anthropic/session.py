@@ -93,8 +93,13 @@ class ClaudeSession:
                 self._process = await start_cli(cli, config)
             except OSError as exc:
                 raise EngineError(f"the Claude CLI did not start: {exc}") from exc
-        shell = await self._shell(self._workspace)
-        sdk = self._sdk = await self._load_sdk()
+        loading = asyncio.ensure_future(self._load_sdk())  # while the CLI and the shell start
+        try:
+            shell = await self._shell(self._workspace)
+        except BaseException:
+            loading.cancel()
+            raise
+        sdk = self._sdk = await loading
         options = self._options(sdk, config, shell)
         if self._process is not None:
             from wizard.runner.harness.anthropic.transport import StartedCLI  # imports the SDK
