@@ -2,7 +2,7 @@
 after its last reply byte before the process exits, and what the sandbox adds to a command.
 
 Run: .venv/bin/python bench/bench_startup.py [--runs 3] [--sizes 0,20000,100000]
-     [--harnesses pi,anthropic] [--think-ms 500] [--before SRC] [--json FILE]
+     [--harnesses pi,anthropic] [--think-ms 500] [--ends-only] [--before SRC] [--json FILE]
 
 Side by side in one run, for each project size and harness (runs interleaved, medians):
 
@@ -107,8 +107,10 @@ def gateway(folder: Path, responses: list[dict[str, Any]]) -> Iterator[tuple[str
 
 
 def requests(log: Path) -> list[dict[str, Any]]:
-    """The gateway's records so far (one line each, written when its reply has ended)."""
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    """The gateway's records so far (one line each, written when its reply has ended; a line
+    still being written is not one yet)."""
+    lines = log.read_text().splitlines(keepends=True)
+    return [json.loads(line) for line in lines if line.endswith("\n")]
 
 
 def floor(harness: str, project: Path, folder: Path) -> float:
@@ -257,11 +259,13 @@ def tool_round_trip(harness: str, project: Path, folder: Path, sandboxed: bool,
     )
 
 
-def measure(harness: str, project: Path, folder: Path, src: Path | None, think_ms: int
+def measure(harness: str, project: Path, folder: Path, src: Path | None, think_ms: int | None
             ) -> dict[str, float]:  # fmt: skip
-    """One build's start, exit and tool round trips (milliseconds)."""
+    """One build's start, exit and (unless `think_ms` is None) tool round trips, in ms."""
     figures = {key: value * 1000 for key, value in
                start_and_exit(harness, project, folder, src).items()}  # fmt: skip
+    if think_ms is None:
+        return figures
     for think, suffix in ((0, ""), (think_ms, "_thinking")):
         for sandboxed, name in ((False, "tool_plain"), (True, "tool_sandboxed")):
             trip = tool_round_trip(harness, project, folder, sandboxed, src, think)
@@ -276,14 +280,14 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
         figures[name] = floor_ms
         over = "over_floor" if name == "engine_floor" else f"over_{name}"
         figures[over] = round(figures["start_to_first_request"] - floor_ms, 1)
-    for suffix in ("", "_thinking"):
+    for suffix in ("", "_thinking") if "tool_plain" in figures else ():
         added = figures["tool_sandboxed" + suffix] - figures["tool_plain" + suffix]
         figures["sandbox_adds" + suffix] = round(added, 1)
     return figures
 
 
 def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None,
-          think_ms: int) -> dict[str, Any]:  # fmt: skip
+          think_ms: int | None) -> dict[str, Any]:  # fmt: skip
     builds: dict[str, Path | None] = {"now": None, **({"before": before} if before else {})}
     results: dict[str, Any] = {"runs": runs, "cores": os.cpu_count(), "think_ms": think_ms,
                                "sizes": {}}  # fmt: skip
@@ -333,6 +337,9 @@ def main() -> None:
         default=500,
         help="the model's time before each reply, in the second tool figures",
     )
+    parser.add_argument("--ends-only", action="store_true",
+                        help="start and exit only, no tool round trips (cheap enough for "
+                        "many runs)")  # fmt: skip
     parser.add_argument("--before", type=Path,
                         help="another checkout's src folder, measured side by side")  # fmt: skip
     args = parser.parse_args()
@@ -342,7 +349,8 @@ def main() -> None:
         if src is not None:
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
     results = bench(args.runs, [int(size) for size in args.sizes.split(",")],
-                    args.harnesses.split(","), args.before, args.think_ms)  # fmt: skip
+                    args.harnesses.split(","), args.before,
+                    None if args.ends_only else args.think_ms)  # fmt: skip
     print("(milliseconds, medians)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
