@@ -38,8 +38,10 @@ each reply ended.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -48,11 +50,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from wizard.engines.bundle import ensure_bundle
+from wizard.engines.claude import bundled_cli
 from wizard.runner.harness.pi.session import PROVIDER, models_json
 from wizard.testing.script import call, reply, said
 
@@ -130,27 +132,22 @@ def floor(harness: str, project: Path, folder: Path) -> float:
                 cwd=project, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env={**os.environ, "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"},
+                start_new_session=True,
             )  # fmt: skip
             assert process.stdin is not None
             process.stdin.write(b'{"type":"prompt","id":"p","message":"go"}\n')
             process.stdin.flush()
         else:
             process = subprocess.Popen(
-                [str(_claude_cli()), "-p", "go", "--output-format", "stream-json", "--verbose",
+                [str(bundled_cli()), "-p", "go", "--output-format", "stream-json", "--verbose",
                  "--model", MODEL],
                 cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env={**os.environ, "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "k",
                      "CLAUDE_CONFIG_DIR": str(folder / "claude-config")},
+                start_new_session=True,
             )  # fmt: skip
-        try:
-            while not requests(log) and process.poll() is None:
-                time.sleep(0.005)
-            first = requests(log)[0]["received_at"]
-        finally:
-            process.kill()
-            process.wait()
-    return first - started
+        return _first_request(process, log, started)
 
 
 # The smallest program on the Claude Agent SDK: one prompt through its client.
@@ -176,22 +173,22 @@ def sdk_floor(project: Path, folder: Path) -> float:
         process = subprocess.Popen(
             [sys.executable, "-c", SDK_PROGRAM, str(project), MODEL, url,
              str(folder / "claude-config")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-        try:
-            while not requests(log) and process.poll() is None:
-                time.sleep(0.005)
-            first = requests(log)[0]["received_at"]
-        finally:
-            process.kill()
-            process.wait()
-    return first - started
+        return _first_request(process, log, started)
 
 
-def _claude_cli() -> Path:
-    files = metadata.distribution("claude-agent-sdk").files or []
-    entry = next(f for f in files if f.name == "claude" and "_bundled" in f.parts)
-    return Path(str(entry.locate()))
+def _first_request(process: subprocess.Popen[bytes], log: Path, started: float) -> float:
+    """Seconds from `started` to the gateway's first request; then `process` ends, with what
+    it started (the SDK's program starts the CLI)."""
+    try:
+        while not requests(log) and process.poll() is None:
+            time.sleep(0.005)
+        return float(requests(log)[0]["received_at"]) - started
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 Records = list[dict[str, Any]]

@@ -104,6 +104,25 @@ async def test_the_started_cli_speaks_lines_of_json_and_its_stderr_goes_to_the_l
     assert said == ["diagnostic line"] and process.returncode == 0
 
 
+async def test_a_diagnostic_line_past_the_bound_is_dropped_and_the_rest_still_read() -> None:
+    said: list[str] = []
+    process = await _process(
+        "import sys",
+        "sys.stderr.write('x' * 3_000_000 + '\\n'); sys.stderr.write('after\\n')",
+        "sys.stderr.flush()",
+        'print(\'{"type": "system"}\', flush=True)',
+    )
+    transport = StartedCLI(process, said.append)
+    await transport.connect()
+    try:
+        async with asyncio.timeout(30):  # a CLI blocked on its full stderr pipe never ends
+            messages = [message async for message in transport.read_messages()]
+    finally:
+        await transport.close()
+    assert messages == [{"type": "system"}] and said[-1] == "after"
+    assert all(len(line) < 2_000_000 for line in said)
+
+
 async def test_a_cli_that_fails_or_writes_broken_json_is_an_sdk_error() -> None:
     failing = StartedCLI(await _process("raise SystemExit(7)"), lambda line: None)
     await failing.connect()

@@ -3,9 +3,9 @@
 It speaks to the SDK as the SDK's own subprocess transport does: one JSON message per line
 each way (a line is bounded as the SDK bounds it; a line that is not JSON is skipped, one
 that looks like JSON and does not parse is an error), the CLI's stderr line by line to the
-session's log, a non-zero exit after its last message a `ProcessError`. Closing ends its
-input and gives it five seconds to exit, then terminates it, then kills it, every wait
-bounded.
+session's log (read to its end, an over-long line dropped), a non-zero exit after its last
+message a `ProcessError`. Closing ends its input and gives it five seconds to exit, then
+terminates it, then kills it, every wait bounded.
 
 This module imports the SDK: the session imports it once the SDK is loaded.
 """
@@ -106,9 +106,17 @@ class StartedCLI(Transport):
             )
 
     async def _diagnostics(self) -> None:
+        """Its stderr, line by line, to the log, until it ends (read on, so that the CLI never
+        blocks on a full pipe: a line past the bound is dropped)."""
         stderr = self._process.stderr
         assert stderr is not None
-        while line := await _line(stderr):
+        while True:
+            try:
+                line = await stderr.readline()
+            except ValueError:  # past the limit; the stream has dropped what it held
+                continue
+            if not line:
+                return
             if text := line.decode(errors="replace").rstrip():
                 self._log(text)
 
