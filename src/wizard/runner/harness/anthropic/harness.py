@@ -52,7 +52,8 @@ class AnthropicHarness(EngineHarness):
             progress(f"the sandbox runtime is not available: {exc.message}")
 
     async def close(self) -> None:
-        """An SDK no session waited for: its failure, if it failed, was not the run's."""
+        """The SDK's import, if it failed after every session that waited for it had gone
+        (cancelled): its failure is taken here, not logged as never retrieved."""
         if self._loading is not None and self._loading.done() and not self._loading.cancelled():
             self._loading.exception()
 
