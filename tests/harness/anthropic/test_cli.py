@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,16 @@ async def test_wizard_starts_the_cli_exactly_as_the_sdk_would_for_the_same_optio
     assert spawned["command"] == cli_command(cli, config)
     assert spawned["env"] == cli_environment(config, os.environ)
     assert spawned["cwd"] == str(tmp_path)
+
+
+def test_the_harness_loads_without_the_sdk() -> None:
+    """Its import is the 1.5 s a session overlaps with the CLI's start: nothing imports it
+    before a session asks for it."""
+    code = (
+        "import sys, wizard.cli, wizard.runner.harness.anthropic.harness; "
+        "sys.exit('claude_agent_sdk' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 async def _process(*code: str) -> asyncio.subprocess.Process:
