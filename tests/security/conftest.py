@@ -21,10 +21,13 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.integrations import email_sent
+from tests.scenarios.conftest import wizard_env
+from wizard.testing.cli import run_wizard
 from wizard.testing.gateway import ScriptedGateway
 from wizard.testing.script import reply
 
@@ -170,3 +173,17 @@ def outside_world(outside_temp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv("HOME", str(w.home))
     yield w
     shutil.rmtree(w.other_run or "", ignore_errors=True)
+
+
+def aborted_run(engine: str, project: Path, scenario: dict[str, Any], tmp_path: Path,
+                gateway_process: Any) -> tuple[Any, Path, dict[str, str]]:  # fmt: skip
+    """`wizard run` on `engine` in `project`, the gateway playing `scenario`, which ends in an
+    abort (exit 3): the run, its outcome file, and the environment it ran in (for the user's
+    next commands)."""
+    url, _ = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    out = tmp_path / "outcome.json"
+    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
+                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
+    assert run.returncode == 3, run.stdout + run.stderr
+    return run, out, env

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.scenarios.conftest import gateway_process, wizard_env
-from tests.security.conftest import World
+from tests.scenarios.conftest import gateway_process
+from tests.security.conftest import World, aborted_run
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply, said
 
@@ -72,13 +72,7 @@ def _run_script(engine: str, project: Path, script: str, abort: dict[str, Any], 
             abort,
         ]
     }
-    url, _ = gateway_process(scenario)
-    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
-    out = tmp_path / "outcome.json"
-    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
-                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
-    assert run.returncode == 3, run.stdout + run.stderr
-    return run, out, env
+    return aborted_run(engine, project, scenario, tmp_path, gateway_process)
 
 
 @pytest.mark.parametrize("engine", ["pi", "anthropic"])

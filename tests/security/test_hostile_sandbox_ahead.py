@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.scenarios.conftest import gateway_process, wizard_env
-from tests.security.conftest import World
+from tests.scenarios.conftest import gateway_process
+from tests.security.conftest import World, aborted_run
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply, said
 
@@ -94,12 +94,7 @@ def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
             said("[ABORT] the project is not one this program sets up"),
         ]
     }
-    url, _ = gateway_process(scenario)
-    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
-    out = tmp_path / "outcome.json"
-    run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
-                     "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip
-    assert run.returncode == 3, run.stdout + run.stderr
+    _, out, env = aborted_run(engine, project, scenario, tmp_path, gateway_process)
     secrets = (w.canaries["env"], w.canaries["sibling"])
     seen = (project / "seen-1.txt").read_text() + (project / "seen-2.txt").read_text()
     assert (project / "notes.txt").exists() and (project / "evil.sh").exists()  # all of it ran

@@ -41,10 +41,11 @@ def _missing() -> UsageError:
 
 
 def bundled_cli() -> Path | None:
-    """Where the SDK's wheel put the Claude CLI it bundles; None for an SDK built without one
-    (that one runs the CLI on PATH) or none installed."""
+    """The Claude CLI the SDK's wheel put beside it; None for an SDK built without one (that
+    one runs the CLI on PATH), or none installed."""
     entry = _bundled_entry()
-    return None if entry is None else Path(str(entry.locate()))
+    path = None if entry is None else Path(str(entry.locate()))
+    return path if path is not None and path.is_file() else None
 
 
 def check_bundled_cli() -> None:

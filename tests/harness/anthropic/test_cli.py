@@ -96,6 +96,19 @@ async def _process(*code: str) -> asyncio.subprocess.Process:
     )  # fmt: skip
 
 
+async def _talk(transport: StartedCLI, *lines: str) -> list[dict[str, Any]]:
+    """Connect, write `lines`, read every message to the end (bounded: a CLI blocked on its
+    full stderr pipe never ends), close."""
+    await transport.connect()
+    try:
+        for line in lines:
+            await transport.write(line)
+        async with asyncio.timeout(30):
+            return [message async for message in transport.read_messages()]
+    finally:
+        await transport.close()
+
+
 async def test_the_started_cli_speaks_lines_of_json_and_its_stderr_goes_to_the_log() -> None:
     said: list[str] = []
     process = await _process(
@@ -106,11 +119,7 @@ async def test_the_started_cli_speaks_lines_of_json_and_its_stderr_goes_to_the_l
         "line = sys.stdin.readline()",
         "print(line.strip(), flush=True)",
     )
-    transport = StartedCLI(process, said.append)
-    await transport.connect()
-    await transport.write('{"type": "user", "n": 1}\n')
-    messages = [message async for message in transport.read_messages()]
-    await transport.close()
+    messages = await _talk(StartedCLI(process, said.append), '{"type": "user", "n": 1}\n')
     assert messages == [{"type": "system", "subtype": "init"}, {"type": "user", "n": 1}]
     assert said == ["diagnostic line"] and process.returncode == 0
 
@@ -123,13 +132,7 @@ async def test_a_diagnostic_line_past_the_bound_is_dropped_and_the_rest_still_re
         "sys.stderr.flush()",
         'print(\'{"type": "system"}\', flush=True)',
     )
-    transport = StartedCLI(process, said.append)
-    await transport.connect()
-    try:
-        async with asyncio.timeout(30):  # a CLI blocked on its full stderr pipe never ends
-            messages = [message async for message in transport.read_messages()]
-    finally:
-        await transport.close()
+    messages = await _talk(StartedCLI(process, said.append))
     assert messages == [{"type": "system"}] and said[-1] == "after"
     assert all(len(line) < 2_000_000 for line in said)
 

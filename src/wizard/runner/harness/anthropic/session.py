@@ -88,7 +88,7 @@ class ClaudeSession:
         self._workspace = Path(tempfile.mkdtemp(prefix="wizard-claude-"))
         config = self._config(self._workspace)
         cli = None if self._client_factory is not None else bundled_cli()
-        if cli is not None and cli.is_file():
+        if cli is not None:
             try:
                 self._process = await start_cli(cli, config)
             except OSError as exc:
