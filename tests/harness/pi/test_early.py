@@ -51,3 +51,36 @@ def test_a_run_on_another_harness_ends_the_host_started_early(tmp_path: Path) ->
     assert host.wait(timeout=5) != 0
     assert early._process is None
     assert not any(folder.exists() for folder in folders)
+
+
+def test_a_ctrl_c_while_the_early_host_checks_ends_it_and_removes_its_folders(
+    tmp_path: Path,
+) -> None:
+    """A run cancelled while it adopts the early host (which has not yet said it is ready)
+    leaves neither the host nor its folders: no exit handler knows of them any more."""
+    import asyncio
+    import sys
+
+    from wizard.engines.bundle import NodeBundle
+    from wizard.runner.harness.pi import early
+
+    folders = (tmp_path / "agent", tmp_path / "temp")
+    for folder in folders:
+        folder.mkdir()
+    silent = [sys.executable, "-c", "import time; time.sleep(60)"]
+    host = subprocess.Popen(
+        silent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    early._process, early._folders = host, folders
+
+    async def cancelled_adoption() -> None:
+        adoption = asyncio.ensure_future(early.adopt_early_host(NodeBundle.__new__(NodeBundle)))
+        await asyncio.sleep(0.3)
+        adoption.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await adoption
+
+    asyncio.run(cancelled_adoption())
+    assert host.poll() is not None
+    assert early._process is None
+    assert not any(folder.exists() for folder in folders)

@@ -122,9 +122,9 @@ def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     global _process, _folders
     if runs_pi(argv, environ) is None or _process is not None:
         return
+    atexit.register(discard_unclaimed)  # first: the folders go whenever the host goes
     with contextlib.suppress(OSError):
-        _folders = host_folders()  # made here, so that they go whenever the host goes
-        atexit.register(discard_unclaimed)
+        _folders = host_folders()
         # `-P` and a folder of wizard's own: nothing of the current folder (the project,
         # often, where an agent may have planted a `wizard` package) is on its path.
         _process = subprocess.Popen(
@@ -146,16 +146,24 @@ async def adopt_early_host(engine: NodeBundle) -> HostProcess | None:
         (popen, folders), _process, _folders = (_process, _folders), None, None
     if popen is None or folders is None:
         return None
-    host = HostProcess(engine, await _adopted(popen), *folders)
-    assert host.process.stdout is not None
+    # From here the host is this call's alone: whatever ends it before it returns the host
+    # (a Ctrl-C while the early process still checks, a host that is not ready) ends the
+    # host too, and removes its folders, at once (no exit handler knows of it any more).
     try:
-        said = json.loads(await asyncio.wait_for(host.process.stdout.readline(), 60) or b"{}")
-    except (TimeoutError, ValueError):
-        said = {}
-    if not said.get("ready") or said.get("prefix") != str(engine.prefix):
-        await host.discard()
-        return None
-    return host
+        host = HostProcess(engine, await _adopted(popen), *folders)
+        assert host.process.stdout is not None
+        try:
+            line = await asyncio.wait_for(host.process.stdout.readline(), 60)
+            said = json.loads(line or b"{}")
+        except (TimeoutError, ValueError):
+            said = {}
+        if said.get("ready") and said.get("prefix") == str(engine.prefix):
+            return host
+    except BaseException:
+        _end(popen, folders, adopted=True)
+        raise
+    _end(popen, folders, adopted=True)
+    return None
 
 
 def discard_unclaimed() -> None:
@@ -164,10 +172,18 @@ def discard_unclaimed() -> None:
     global _process, _folders
     with _lock:
         (popen, folders), _process, _folders = (_process, _folders), None, None
+    _end(popen, folders, adopted=False)
+
+
+def _end(
+    popen: subprocess.Popen[bytes] | None, folders: tuple[Path, Path] | None, *, adopted: bool
+) -> None:
+    """Kill an early host (if there is one) and reap it (reading its pipes to their end,
+    unless the event loop has them: `adopted`), then remove its folders."""
     if popen is not None:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             popen.kill()
-            popen.communicate(timeout=5)
+            popen.wait(timeout=5) if adopted else popen.communicate(timeout=5)
     for folder in folders or ():
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -108,13 +108,16 @@ class HostProcess:
         self.agent_dir, self.temp_dir = agent_dir, temp_dir
 
     async def discard(self) -> None:
-        """Kill the host if it still runs, and remove its folders."""
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
-            await self.process.wait()
-        for folder in (self.agent_dir, self.temp_dir):
-            shutil.rmtree(folder, ignore_errors=True)
+        """Kill the host if it still runs, and remove its folders (even when the wait for
+        the killed host is itself cancelled)."""
+        try:
+            if self.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+                await self.process.wait()
+        finally:
+            for folder in (self.agent_dir, self.temp_dir):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 async def start_host(engine: NodeBundle) -> HostProcess:
