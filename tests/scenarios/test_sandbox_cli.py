@@ -13,6 +13,7 @@ import pytest
 from tests.integrations import email_sent
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
+from wizard.testing.script import call, reply
 
 pytestmark = pytest.mark.live
 
@@ -106,3 +107,24 @@ def test_the_demo_runs_without_the_sandbox_tools_and_says_so(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "The OS sandbox is not available here" in proc.stderr
     assert ci_lines(proc.stdout)[-1]["sandbox"] == "off"
+
+
+def test_a_sandbox_that_cannot_start_ends_the_run_before_any_tool_runs(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    """pi's host starts the sandbox runtime as the first model request goes out, and every
+    tool call waits for it: a runtime that cannot start (its network bridge's `socat` fails
+    here) fails the run as an engine failure, and the model's first calls never run."""
+    path = _path_without(tmp_path, "socat")
+    socat = Path(path) / "socat"
+    socat.write_text("#!/bin/sh\nexit 1\n")
+    socat.chmod(0o755)
+    first = reply(call("write", path="written.txt", content="x"), call("bash", command="touch ran"))
+    url, _ = gateway_process({"responses": [first]})
+    proc = _wizard(tmp_path, wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, PATH=path))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    assert outcome["error_type"] == "WIZARD_ENGINE_FAILURE"
+    assert "the OS sandbox did not start" in outcome["reason"]
+    project = tmp_path / "project"
+    assert not (project / "written.txt").exists() and not (project / "ran").exists()

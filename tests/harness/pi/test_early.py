@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from wizard.engines.bundle import NodeBundle
 from wizard.runner.harness.pi.early import runs_pi
 
 
@@ -53,34 +54,51 @@ def test_a_run_on_another_harness_ends_the_host_started_early(tmp_path: Path) ->
     assert not any(folder.exists() for folder in folders)
 
 
-def test_a_ctrl_c_while_the_early_host_checks_ends_it_and_removes_its_folders(
-    tmp_path: Path,
-) -> None:
-    """A run cancelled while it adopts the early host (which has not yet said it is ready)
-    leaves neither the host nor its folders: no exit handler knows of them any more."""
-    import asyncio
+def _early_host(tmp_path: Path, prefix: Path) -> tuple[subprocess.Popen[bytes], tuple[Path, Path]]:
+    """A stand-in early host (silent, as a host is until its launch) and its folders."""
     import sys
 
-    from wizard.engines.bundle import NodeBundle
     from wizard.runner.harness.pi import early
 
     folders = (tmp_path / "agent", tmp_path / "temp")
     for folder in folders:
         folder.mkdir()
-    silent = [sys.executable, "-c", "import time; time.sleep(60)"]
     host = subprocess.Popen(
-        silent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    early._process, early._folders = host, folders
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    early._process, early._folders, early._prefix = host, folders, prefix
+    return host, folders
 
-    async def cancelled_adoption() -> None:
-        adoption = asyncio.ensure_future(early.adopt_early_host(NodeBundle.__new__(NodeBundle)))
-        await asyncio.sleep(0.3)
+
+def _bundle(prefix: Path) -> NodeBundle:
+    return NodeBundle(node=Path("node"), cli=prefix / "cli.js", version="0", prefix=prefix)
+
+
+@pytest.mark.parametrize("moment", ["adopting", "another engine"])
+def test_an_early_host_no_run_takes_goes_with_its_folders_at_once(
+    tmp_path: Path, moment: str
+) -> None:
+    """A run cancelled while it adopts the early host, or whose engine is not the one the
+    host was started on, leaves neither the host nor its folders: once taken, no exit
+    handler knows of them any more."""
+    import asyncio
+
+    from wizard.runner.harness.pi import early
+
+    host, folders = _early_host(tmp_path, tmp_path / "engine")
+
+    async def adopt() -> None:
+        if moment == "another engine":
+            assert await early.adopt_early_host(_bundle(tmp_path / "other")) is None
+            return
+        adoption = asyncio.ensure_future(early.adopt_early_host(_bundle(tmp_path / "engine")))
+        await asyncio.sleep(0)  # it runs up to its first wait: joining the host's pipes
         adoption.cancel()
         with pytest.raises(asyncio.CancelledError):
             await adoption
 
-    asyncio.run(cancelled_adoption())
+    asyncio.run(adopt())
     assert host.poll() is not None
-    assert early._process is None
+    assert (early._process, early._folders) == (None, None)
     assert not any(folder.exists() for folder in folders)

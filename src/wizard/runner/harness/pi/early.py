@@ -3,26 +3,27 @@
 Loading pi's SDK is most of the engine's start-up (about 1.3 s here), and wizard's own
 imports and planning before a run takes its first step take about a second. So when the
 command line says a pi run is coming (`wizard run`, `skill` or `demo`, no other harness
-asked for), `__main__` calls `prestart` first thing. It starts this module as a process of
-its own (its own interpreter, so that nothing it does slows wizard's loading), which:
+asked for), `__main__` calls `prestart` first thing, which
 
-1. checks the installed engine against its install record, exactly as a run's engine stage
-   does (`bundle.checked_as_recorded`);
-2. says so on its first stdout line (`{"ready": true, "prefix"}`, or `{"ready": false,
-   "why"}` and exit), and only if all is well
-3. becomes the pi host (`execve` of Node on `host.mjs`, in the host's own folders, which
-   `prestart` made, and scrubbed environment): it loads pi's SDK and waits for its launch
-   on stdin.
+1. starts Node on wizard's pi host (`host.mjs`, in the host's own folders, with a scrubbed
+   environment), which loads nothing of the engine until it is told the engine is checked;
+2. meanwhile checks the installed engine against its install record, exactly as a run's
+   engine stage does (`bundle.checked_as_recorded`), and only if all is well
+3. tells the host so (`ENGINE_CHECKED`): it loads pi's SDK while wizard loads, and waits for
+   its launch on stdin. Otherwise the host is ended there and then.
 
-The run's pi harness adopts it (`adopt_early_host`) instead of checking the engine and
-starting a host itself; a command that ends before (a usage error, another harness) kills it
-at exit and removes its folders. A program whose own binding picks another harness
+So Node's own start (a tenth of a second here) overlaps the check, which runs in wizard's
+own process before its imports: they have about a second to spare before the run needs the
+host.
+
+The run's pi harness adopts the host (`adopt_early_host`) instead of checking the engine
+and starting a host itself; a command that ends before (a usage error, another harness)
+kills it at exit and removes its folders. A program whose own binding picks another harness
 (`replay-vision`) starts one for nothing: its runs pay a Node start on another core. An
 engine with no record yet, or none installed, is left to the run, which installs or records
 it and says so. Nothing of pi runs before the check passed, and nothing of the agent's
-before a session sends the launch. This module imports
-only the standard library (and `tools.child_env`, a leaf) at load, so `__main__` pays
-nothing for it otherwise, and the early process little.
+before a session sends the launch. This module imports only the standard library (and
+`tools.child_env`, a leaf) at load, so `__main__` pays nothing for it otherwise.
 """
 
 from __future__ import annotations
@@ -30,17 +31,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from wizard.tools.child_env import child_env
 
@@ -50,11 +49,14 @@ if TYPE_CHECKING:
     from wizard.engines.bundle import NodeBundle
     from wizard.runner.harness.pi.session import HostProcess
 
+# The host's first line: its engine's files were checked against their install record.
+ENGINE_CHECKED = b'{"engine": "checked"}\n'
 _RUNS_PI = frozenset({"run", "skill", "demo"})
 _NOT_A_RUN = frozenset({"-h", "--help", "-V", "--version", "--show-completion",
                         "--install-completion"})  # fmt: skip
 _process: subprocess.Popen[bytes] | None = None
 _folders: tuple[Path, Path] | None = None
+_prefix: Path | None = None  # the engine the early host runs, as checked
 _lock = threading.Lock()
 HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
 # A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
@@ -117,62 +119,68 @@ def runs_pi(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[str, str] 
 
 
 def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
-    """Start the engine's check and then its host, in a process of their own, if this
-    command runs pi."""
-    global _process, _folders
-    if runs_pi(argv, environ) is None or _process is not None:
+    """Start the engine's host and check the engine meanwhile, if this command runs pi."""
+    global _process, _folders, _prefix
+    if runs_pi(argv, environ) is None or _folders is not None:
         return
     atexit.register(discard_unclaimed)  # first: the folders go whenever the host goes
-    with contextlib.suppress(OSError):
+    try:
+        from wizard.engines.bundle import checked_as_recorded, installed_bundle
+
+        engine = installed_bundle()  # its Node's version is the run's to check (`ensure_bundle`)
+        if engine is None:
+            return
         _folders = host_folders()
-        # `-P` and a folder of wizard's own: nothing of the current folder (the project,
-        # often, where an agent may have planted a `wizard` package) is on its path.
+        launch = host_launch(engine, _folders)
+        _prefix = engine.prefix
         _process = subprocess.Popen(
-            [sys.executable, "-P", "-m", __name__, *map(str, _folders)], cwd=_folders[1],
+            launch.command, cwd=launch.temp_dir, env=launch.env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=True,  # a Ctrl-C reaches wizard, which ends the host in order
         )  # fmt: skip
+        if checked_as_recorded(engine.prefix):
+            assert _process.stdin is not None
+            _process.stdin.write(ENGINE_CHECKED)
+            _process.stdin.flush()
+            return
+    except Exception:  # whatever it is, the run's own engine stage meets it and says so
+        pass
+    discard_unclaimed()  # an engine that is not as recorded is the run's to meet
 
 
 async def adopt_early_host(engine: NodeBundle) -> HostProcess | None:
     """The host started with the process, if it runs `engine` (checked) and waits for its
     launch; None otherwise (then the caller checks the engine and starts one)."""
-    global _process, _folders
-    import asyncio
-
     from wizard.runner.harness.pi.session import HostProcess
 
-    with _lock:
-        (popen, folders), _process, _folders = (_process, _folders), None, None
-    if popen is None or folders is None:
+    popen, folders, prefix = _taken()
+    if popen is None or folders is None or prefix != engine.prefix:
+        _end(popen, folders, adopted=False)
         return None
-    # From here the host is this call's alone: whatever ends it before it returns the host
-    # (a Ctrl-C while the early process still checks, a host that is not ready) ends the
-    # host too, and removes its folders, at once (no exit handler knows of it any more).
+    # From here the host is this call's alone: whatever ends the call before it returns the
+    # host (a Ctrl-C) ends the host too, and removes its folders, at once (no exit handler
+    # knows of them any more).
     try:
-        host = HostProcess(engine, await _adopted(popen), *folders)
-        assert host.process.stdout is not None
-        try:
-            line = await asyncio.wait_for(host.process.stdout.readline(), 60)
-            said = json.loads(line or b"{}")
-        except (TimeoutError, ValueError):
-            said = {}
-        if said.get("ready") and said.get("prefix") == str(engine.prefix):
-            return host
+        return HostProcess(engine, await _adopted(popen), *folders)
     except BaseException:
         _end(popen, folders, adopted=True)
         raise
-    _end(popen, folders, adopted=True)
-    return None
 
 
 def discard_unclaimed() -> None:
     """Kill a host no run took, and remove its folders (at exit, or when the run turned out
     to be another harness's: `registry.make_harness`)."""
-    global _process, _folders
-    with _lock:
-        (popen, folders), _process, _folders = (_process, _folders), None, None
+    popen, folders, _ = _taken()
     _end(popen, folders, adopted=False)
+
+
+def _taken() -> tuple[subprocess.Popen[bytes] | None, tuple[Path, Path] | None, Path | None]:
+    """The early host, its folders and its engine's prefix, which are the caller's now."""
+    global _process, _folders, _prefix
+    with _lock:
+        taken = _process, _folders, _prefix
+        _process, _folders, _prefix = None, None, None
+    return taken
 
 
 def _end(
@@ -269,27 +277,3 @@ async def _adopted(popen: subprocess.Popen[bytes]) -> PopenProcess:
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return PopenProcess(popen, writer, readers[0], readers[1])
-
-
-def _check_then_become_the_host(folders: tuple[Path, Path]) -> None:
-    """In the early process: check, say so, and become the host in `folders` (or exit)."""
-    from wizard.engines.bundle import checked_as_recorded, installed_bundle
-
-    def say(answer: dict[str, Any]) -> None:
-        os.write(1, json.dumps(answer).encode() + b"\n")
-
-    try:
-        engine = installed_bundle()  # its Node's version is the run's to check (`ensure_bundle`)
-        if engine is None or not checked_as_recorded(engine.prefix):
-            return say({"ready": False, "why": "no engine checked against a record"})
-        launch = host_launch(engine, folders)
-    except Exception as exc:  # whatever it is, the run's own engine stage meets it
-        return say({"ready": False, "why": str(exc)})
-    say({"ready": True, "prefix": str(engine.prefix)})
-    os.chdir(launch.temp_dir)  # the launch names the project, and the host moves there
-    os.execve(launch.command[0], list(launch.command), launch.env)
-
-
-if __name__ == "__main__":
-    _check_then_become_the_host((Path(sys.argv[1]), Path(sys.argv[2])))
-    sys.exit(3)

@@ -1,9 +1,13 @@
 // wizard's pi host: one pi agent session, in process through pi's own SDK, for one
 // conversation. Run by the pinned Node against the pinned pi (`node host.mjs`, with
 // WIZARD_PI_ENTRY and WIZARD_SANDBOX_ENTRY naming pi's SDK and the sandbox runtime in the
-// engine wizard has checked). It starts loading both at once, then waits for its launch (the
-// conversation's settings) as the first line on stdin: wizard starts a host while it gets the
-// rest of the run ready, so the engine's own start-up overlaps wizard's.
+// engine). Its first line on stdin is wizard's word that it has checked the engine's files
+// against their install record (Node's own start-up overlaps that check, and nothing of the
+// engine is loaded before it); it then loads pi and waits for its launch (the conversation's
+// settings) as the next line: wizard starts a host while it gets the rest of the run ready,
+// so the engine's own start-up overlaps wizard's. The sandbox runtime
+// loads and starts once the first model request is on its way, and every tool call waits for
+// it (see "the OS sandbox" below).
 //
 // Why not `pi --mode rpc`: RPC writes the whole message so far, twice, with every streamed
 // delta, so a reply of n characters costs n²/k bytes on the pipe and kills pi on long replies.
@@ -25,12 +29,9 @@ import { pathToFileURL } from "node:url";
 import { SandboxAhead, watchedRoots } from "../../../tools/sandbox_ahead.mjs";
 
 const PREVIEW_CHARS = 300;
-// Loading starts now; nothing of either runs a session or a command before the launch.
-const piLoading = import(pathToFileURL(process.env.WIZARD_PI_ENTRY).href);
-const sandboxLoading = import(pathToFileURL(process.env.WIZARD_SANDBOX_ENTRY).href);
-piLoading.catch(() => {}); // awaited below; an early failure must not be unhandled first
-sandboxLoading.catch(() => {});
-let sandbox = null; // the sandbox runtime, once started (launch.sandbox)
+let sandboxStarting = null; // the sandbox runtime, loading and starting (`sandboxStarted`)
+let sandboxRuntime = null; // the runtime, once its start (helper processes) has begun
+let leaving = false; // `leave` has begun: no sandbox starts after this
 let ahead = null; // the next command's sandbox, made while the model thinks (sandbox_ahead.mjs)
 
 function die(message, code = 70) {
@@ -43,11 +44,17 @@ function die(message, code = 70) {
  * Node's own teardown, a tenth of a second, which wizard need not wait for), then exit.
  */
 async function leave(code = 0) {
+  leaving = true;
   const stopped = (async () => {
     // The next command's sandbox, with its placeholders in the project (one still being
     // wrapped is not waited for: it will never start).
     await ahead?.discard({ wrapping: false });
-    await sandbox?.reset();
+    // A runtime still loading starts nothing now; one starting its helpers is let finish, so
+    // that stopping it stops them all.
+    if (sandboxRuntime) {
+      await sandboxStarting.catch(() => {});
+      await sandboxRuntime.reset();
+    }
   })();
   await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
   process.stdout.write(JSON.stringify({ type: "left" }) + "\n");
@@ -60,10 +67,10 @@ process.on("unhandledRejection", (err) => die(err?.message ?? String(err)));
 // wizard went away: nobody is left to report to.
 process.stdout.on("error", () => process.exit(0));
 
-// --- input: the launch first, then commands ------------------------------------------------
+// --- input: the engine's check, the launch, then commands -----------------------------------
 
 let pending = "";
-let onLine = null; // who takes the next lines: the launch's reader, then the command handler
+let onLine = null; // who takes the next line: `nextMessage`'s reader, then the command handler
 const early = []; // lines that came before anyone could take them
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", (chunk) => {
@@ -80,16 +87,27 @@ process.stdin.on("data", (chunk) => {
 let stdinEnded = null; // set once the session exists; before that, an end means leave now
 process.stdin.on("end", () => (stdinEnded ? stdinEnded() : void leave(0)));
 
-const launch = await new Promise((resolve) => {
-  onLine = (line) => {
-    onLine = null;
-    try {
-      resolve(JSON.parse(line));
-    } catch {
-      die("the launch is not JSON");
-    }
-  };
-});
+/** The next line on stdin (`what`), parsed. */
+function nextMessage(what) {
+  return new Promise((resolve) => {
+    const take = (line) => {
+      onLine = null;
+      try {
+        resolve(JSON.parse(line));
+      } catch {
+        die(`the ${what} is not JSON`);
+      }
+    };
+    if (early.length) take(early.shift());
+    else onLine = take;
+  });
+}
+
+if ((await nextMessage("engine's check")).engine !== "checked") die("the engine is not checked");
+// Loading starts now; nothing of pi runs a session or a command before the launch.
+const piLoading = import(pathToFileURL(process.env.WIZARD_PI_ENTRY).href);
+piLoading.catch(() => {}); // awaited below; an early failure must not be unhandled first
+const launch = await nextMessage("launch");
 process.chdir(launch.cwd);
 
 // --- output, paced by the reader ------------------------------------------------------------
@@ -217,9 +235,17 @@ function hostTool(spec) {
   });
 }
 
-/** An inline extension whose only job is to ask wizard's fence before every tool call. */
+/**
+ * An inline extension whose job is to ask wizard's fence before every tool call, once the OS
+ * sandbox has started (its start begins as the first model request goes out).
+ */
 function fenceExtension(api) {
+  api.on("before_provider_request", () => {
+    setTimeout(sandboxStarted, 0); // after this request is on its way
+    return undefined;
+  });
   api.on("tool_call", async (event, ctx) => {
+    await sandboxStarted();
     try {
       const answer = await askHost(
         { op: "permit", name: event.toolName, id: event.toolCallId, input: event.input },
@@ -248,7 +274,7 @@ function shellTool(pi, cwd) {
   const bash = pi.createBashToolDefinition(cwd, {
     // The sandbox's own variables (a private temp folder and package caches) come last.
     spawnHook: ({ command, cwd: dir, env }) => ({ command, cwd: dir, env: commandEnv(env) }),
-    operations: sandbox ? sandboxedBash(pi, cwd) : undefined,
+    operations: launch.sandbox ? sandboxedBash(pi, cwd) : undefined,
   });
   return sequential(withTimeout(bash));
 }
@@ -280,10 +306,23 @@ function sequential(definition) {
 
 // --- the OS sandbox: every command the agent runs, and all it starts ------------------------
 
-if (launch.sandbox) {
-  const runtime = await sandboxLoading;
-  sandbox = runtime.SandboxManager;
-  await sandbox.initialize(launch.sandbox.config);
+/**
+ * The sandbox runtime, loaded and started with wizard's policy (null with `--no-sandbox`).
+ * Started when the first model request is on its way, not with pi: on the host's one thread,
+ * loading and starting it is a fifth of a second that the first request need not wait for,
+ * and the model's reply takes longer. Every tool call waits for it (`fenceExtension`); one
+ * that cannot start ends the host, and so the run, before any tool runs.
+ */
+function sandboxStarted() {
+  if (!launch.sandbox) return Promise.resolve(null);
+  sandboxStarting ??= (async () => {
+    const { SandboxManager } = await import(pathToFileURL(process.env.WIZARD_SANDBOX_ENTRY).href);
+    if (leaving) return null;
+    sandboxRuntime = SandboxManager;
+    await SandboxManager.initialize(launch.sandbox.config);
+    return SandboxManager;
+  })();
+  return sandboxStarting.catch((err) => die(`the OS sandbox did not start: ${err?.message ?? err}`));
 }
 
 /**
@@ -296,16 +335,18 @@ function sandboxedBash(pi, cwd) {
   const note = launch.sandbox.readOnlyNote;
   const limits = launch.sandbox.limitNotes;
   const { prefix } = launch.sandbox;
-  ahead = new SandboxAhead({
-    sandbox,
-    shell: pi.getShellConfig(),
-    prefix,
-    cwd,
-    roots: watchedRoots(launch.sandbox.config, cwd),
-    env: firstCommandEnv(pi),
-  });
   return {
     exec: async (command, dir, options) => {
+      const sandbox = await sandboxStarted();
+      if (!sandbox) throw new Error("the session is closing; no command runs now");
+      ahead ??= new SandboxAhead({
+        sandbox,
+        shell: pi.getShellConfig(),
+        prefix,
+        cwd,
+        roots: watchedRoots(launch.sandbox.config, cwd),
+        env: firstCommandEnv(pi),
+      });
       const prepared = await ahead.take(dir, options.env, command);
       const wrapped = prepared ? null : prefix + (await sandbox.wrapWithSandbox(command));
       let readOnly = false;

@@ -44,7 +44,7 @@ from wizard.engines.bundle import NodeBundle, ensure_bundle
 from wizard.errors import EngineError
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.early import host_launch
+from wizard.runner.harness.pi.early import ENGINE_CHECKED, host_launch
 from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, SessionStats
 from wizard.tools.limits import MAX_TIMEOUT_S, CommandLimits
 from wizard.tools.shell import absent_placeholders, remove_placeholders
@@ -121,8 +121,8 @@ class HostProcess:
 
 
 async def start_host(engine: NodeBundle) -> HostProcess:
-    """Start a pi host on `engine` (which the caller has checked): it loads pi's SDK and the
-    sandbox runtime at once, and runs nothing until a launch comes on its stdin."""
+    """Start a pi host on `engine` (which the caller has checked, as the host is told): it
+    loads pi's SDK at once, and runs nothing until a launch comes on its stdin."""
     launch = host_launch(engine)
     process = await asyncio.create_subprocess_exec(
         *launch.command,
@@ -136,6 +136,8 @@ async def start_host(engine: NodeBundle) -> HostProcess:
         # tears pi down in order (abort, then stop) instead of orphaning its children.
         start_new_session=True,
     )
+    assert process.stdin is not None
+    process.stdin.write(ENGINE_CHECKED)
     return HostProcess(engine, process, launch.agent_dir, launch.temp_dir)
 
 
