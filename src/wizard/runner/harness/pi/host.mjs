@@ -5,9 +5,8 @@
 // against their install record (Node's own start-up overlaps that check, and nothing of the
 // engine is loaded before it); it then loads pi and waits for its launch (the conversation's
 // settings) as the next line: wizard starts a host while it gets the rest of the run ready,
-// so the engine's own start-up overlaps wizard's. The sandbox runtime
-// loads and starts once the first model request is on its way, and every tool call waits for
-// it (see "the OS sandbox" below).
+// so the engine's own start-up overlaps wizard's. The sandbox runtime loads and starts once
+// the first model request has gone out, and every tool call waits for it ("the OS sandbox").
 //
 // Why not `pi --mode rpc`: RPC writes the whole message so far, twice, with every streamed
 // delta, so a reply of n characters costs n²/k bytes on the pipe and kills pi on long replies.
@@ -23,6 +22,7 @@
 // with the policy wizard wrote), and one tool call at a time. pi's own file tools are not
 // used: wizard's `read` / `write` / `edit` are host tools, so the path wizard checks is the
 // path it opens (pi maps look-alike names before opening them).
+import diagnostics from "node:diagnostics_channel";
 import net from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -237,13 +237,9 @@ function hostTool(spec) {
 
 /**
  * An inline extension whose job is to ask wizard's fence before every tool call, once the OS
- * sandbox has started (its start begins as the first model request goes out).
+ * sandbox has started (`sandboxStarted`).
  */
 function fenceExtension(api) {
-  api.on("before_provider_request", () => {
-    setTimeout(sandboxStarted, 0); // after this request is on its way
-    return undefined;
-  });
   api.on("tool_call", async (event, ctx) => {
     await sandboxStarted();
     try {
@@ -308,10 +304,11 @@ function sequential(definition) {
 
 /**
  * The sandbox runtime, loaded and started with wizard's policy (null with `--no-sandbox`).
- * Started when the first model request is on its way, not with pi: on the host's one thread,
- * loading and starting it is a fifth of a second that the first request need not wait for,
- * and the model's reply takes longer. Every tool call waits for it (`fenceExtension`); one
- * that cannot start ends the host, and so the run, before any tool runs.
+ * Started once the first model request has gone out (its body sent), not with pi: on the
+ * host's one thread, loading and starting it is a fifth of a second that the first request
+ * need not wait for, and the model's reply takes longer. Every tool call waits for it (and
+ * starts it, were no request made through Node's fetch: `fenceExtension`); one that cannot
+ * start ends the host, and so the run, before any tool runs.
  */
 function sandboxStarted() {
   if (!launch.sandbox) return Promise.resolve(null);
@@ -324,6 +321,7 @@ function sandboxStarted() {
   })();
   return sandboxStarting.catch((err) => die(`the OS sandbox did not start: ${err?.message ?? err}`));
 }
+diagnostics.subscribe("undici:request:bodySent", () => void sandboxStarted());
 
 /**
  * pi's own local shell, with each command in a sandbox of its own: the one made ahead for it
