@@ -271,8 +271,10 @@ def measure(harness: str, project: Path, folder: Path, src: Path | None, think_m
 
 
 def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str, float]:
-    """Medians over the runs, with what they add to the floors and to a plain command."""
+    """Medians over the runs (and the slowest exit), with what they add to the floors and to a
+    plain command."""
     figures = {key: round(statistics.median(run[key] for run in runs), 1) for key in runs[0]}
+    figures["last_byte_to_exit_worst"] = round(max(run["last_byte_to_exit"] for run in runs), 1)
     for name, floor_ms in floors.items():  # engine_floor, and sdk_floor for anthropic
         figures[name] = floor_ms
         over = "over_floor" if name == "engine_floor" else f"over_{name}"
