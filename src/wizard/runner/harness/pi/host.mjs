@@ -33,6 +33,7 @@ let sandboxStarting = null; // the sandbox runtime, loading and starting (`sandb
 let sandboxRuntime = null; // the runtime, once its start (helper processes) has begun
 let leaving = false; // `leave` has begun: no sandbox starts after this
 let ahead = null; // the next command's sandbox, made while the model thinks (sandbox_ahead.mjs)
+let makeAhead = null; // how `ahead` is made once the runtime has started (`sandboxedBash`)
 
 function die(message, code = 70) {
   process.stderr.write(`wizard pi host: ${message}\n`);
@@ -317,6 +318,7 @@ function sandboxStarted() {
     if (leaving) return null;
     sandboxRuntime = SandboxManager;
     await SandboxManager.initialize(launch.sandbox.config);
+    ahead = makeAhead?.(SandboxManager) ?? null;
     return SandboxManager;
   })();
   return sandboxStarting.catch((err) => die(`the OS sandbox did not start: ${err?.message ?? err}`));
@@ -333,19 +335,20 @@ function sandboxedBash(pi, cwd) {
   const note = launch.sandbox.readOnlyNote;
   const limits = launch.sandbox.limitNotes;
   const { prefix } = launch.sandbox;
+  makeAhead = (sandbox) =>
+    new SandboxAhead({
+      sandbox,
+      shell: pi.getShellConfig(),
+      prefix,
+      cwd,
+      roots: watchedRoots(launch.sandbox.config, cwd),
+      env: firstCommandEnv(pi),
+    });
   return {
     exec: async (command, dir, options) => {
       const sandbox = await sandboxStarted();
       if (!sandbox) throw new Error("the session is closing; no command runs now");
-      ahead ??= new SandboxAhead({
-        sandbox,
-        shell: pi.getShellConfig(),
-        prefix,
-        cwd,
-        roots: watchedRoots(launch.sandbox.config, cwd),
-        env: firstCommandEnv(pi),
-      });
-      const prepared = await ahead.take(dir, options.env, command);
+      const prepared = await ahead?.take(dir, options.env, command);
       const wrapped = prepared ? null : prefix + (await sandbox.wrapWithSandbox(command));
       let readOnly = false;
       let tail = "";
