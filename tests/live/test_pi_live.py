@@ -6,10 +6,12 @@ the cancellation, the stream is cut early, and no request follows the marker.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from tests.live.conftest import run_live
@@ -18,7 +20,7 @@ from wizard.outcome import AgentErrorType
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
-from wizard.testing.script import call
+from wizard.testing.script import call, said
 
 pytestmark = pytest.mark.live
 
@@ -202,3 +204,30 @@ async def test_an_unreachable_gateway_is_named_with_its_url(tmp_path: Path) -> N
         f"Could not connect to the model gateway at {closed} (connection refused)."
     )
     assert "502" not in message and "{" not in message  # the real error, once, not nested
+
+
+def _bridges() -> set[int]:
+    """The sandbox runtime's `socat` bridges of pi hosts (their sockets are in a host's temp
+    folder), wherever they run."""
+    found = set()
+    for process in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if process.info["name"] == "socat" and "wizard-pi-tmp-" in cmdline:
+            found.add(process.pid)
+    return found
+
+
+async def test_an_abort_while_the_sandbox_starts_leaves_no_bridge(tmp_path: Path) -> None:
+    """The host starts the sandbox runtime (its proxies and `socat` bridges) once the first
+    request has gone out, and a host leaving meanwhile does not wait for that start: nothing
+    of it outlives the run. The answer comes after 0 to 600 ms, so that some of these runs
+    end while the runtime loads, some while it starts its bridges, some after."""
+    before = _bridges()
+    for latency in range(0, 601, 60):
+        project = tmp_path / f"after-{latency}ms"
+        project.mkdir()
+        live = await run_live(project, {"responses": [said("[ABORT] stop", latency_ms=latency)]})
+        assert live.result.error is AgentErrorType.ABORT, latency
+        live.assert_no_process_left()
+    await asyncio.sleep(0.2)  # a bridge killed just now is gone from the table
+    assert _bridges() - before == set()

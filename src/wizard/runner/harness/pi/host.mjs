@@ -30,7 +30,7 @@ import { SandboxAhead, watchedRoots } from "../../../tools/sandbox_ahead.mjs";
 
 const PREVIEW_CHARS = 300;
 let sandboxStarting = null; // the sandbox runtime, loading and starting (`sandboxStarted`)
-let sandboxRuntime = null; // the runtime, once its start (helper processes) has begun
+let sandboxRuntime = null; // the runtime, once started
 let leaving = false; // `leave` has begun: no sandbox starts after this
 let ahead = null; // the next command's sandbox, made while the model thinks (sandbox_ahead.mjs)
 let makeAhead = null; // how `ahead` is made once the runtime has started (`sandboxedBash`)
@@ -50,12 +50,10 @@ async function leave(code = 0) {
     // The next command's sandbox, with its placeholders in the project (one still being
     // wrapped is not waited for: it will never start).
     await ahead?.discard({ wrapping: false });
-    // A runtime still loading starts nothing now; one starting its helpers is let finish, so
-    // that stopping it stops them all.
-    if (sandboxRuntime) {
-      await sandboxStarting.catch(() => {});
-      await sandboxRuntime.reset();
-    }
+    // A started runtime is stopped in order (its proxies and bridges). One still loading
+    // starts nothing now, and one still starting is not waited for: once the host has left,
+    // wizard ends its process group, bridges and all (`PiSession.close`).
+    await sandboxRuntime?.reset();
   })();
   await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))]);
   process.stdout.write(JSON.stringify({ type: "left" }) + "\n");
@@ -316,8 +314,8 @@ function sandboxStarted() {
   sandboxStarting ??= (async () => {
     const { SandboxManager } = await import(pathToFileURL(process.env.WIZARD_SANDBOX_ENTRY).href);
     if (leaving) return null;
-    sandboxRuntime = SandboxManager;
     await SandboxManager.initialize(launch.sandbox.config);
+    sandboxRuntime = SandboxManager;
     ahead = makeAhead?.(SandboxManager) ?? null;
     return SandboxManager;
   })();

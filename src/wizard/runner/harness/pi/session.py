@@ -258,6 +258,10 @@ class PiSession:
             for pid in survivors:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
+            # And what the host started after that list was taken (a sandbox runtime still
+            # starting its bridges when the host left): its process group, which it leads.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         remove_placeholders(self.launch.project_dir, self._absent)
         for task in self._tasks:
             task.cancel()
