@@ -1,0 +1,82 @@
+"""The agent's very first reply runs a command, at once: on pi the OS sandbox starts only as
+the first model request goes out, and a reply that comes back before it has started must
+still find every command inside it (`wizard run` on both engines, in a world outside the
+system temp folder), then what the user does next."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scenarios.conftest import gateway_process
+from tests.security.conftest import World, aborted_run
+from wizard.testing.cli import run_wizard
+from wizard.testing.script import call, reply, said
+
+pytestmark = pytest.mark.live
+
+__all__ = ["gateway_process"]
+
+# Written by the agent in the same first reply, then run at once: it reads everything it can
+# outside the project, and writes outside it. (The paths are in the script: the fence reads a
+# command's text, and only the sandbox stands in a script's way.)
+GRAB = """import os
+seen = []
+for root in ({home!r}, {outside!r}):
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                seen.append(open(os.path.join(folder, name)).read())
+            except OSError as exc:
+                seen.append(str(exc))
+try:
+    open({marker!r}, "w").write("planted")
+except OSError as exc:
+    seen.append(str(exc))
+open("seen.txt", "w").write("\\n".join(seen))
+"""
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+def test_a_command_in_the_first_reply_runs_in_the_sandbox(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    if engine == "anthropic":
+        pytest.importorskip("claude_agent_sdk")
+    w = outside_world
+    project, marker = w.project, w.outside / "planted.txt"
+    before = w.state()
+    status = ["git", "status", "--porcelain"]
+    git_env = {"PATH": os.environ["PATH"], "HOME": str(w.home), "GIT_CONFIG_NOSYSTEM": "1"}
+    status_before = subprocess.run(status, cwd=project, env=git_env, capture_output=True).stdout
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    grab = GRAB.format(home=str(w.home), outside=str(w.outside), marker=str(marker))
+    scenario = {
+        "responses": [
+            reply(
+                call(tool.format("write"), path="grab.py", content=grab),
+                call(tool.format("bash"), command="python3 grab.py"),
+            ),
+            said("[ABORT] the project is not one this program sets up"),
+        ]
+    }
+    _, out, env = aborted_run(engine, project, scenario, tmp_path, gateway_process)
+    seen = (project / "seen.txt").read_text()  # it ran
+    assert not [name for name, value in w.canaries.items() if value in seen]
+    assert not marker.exists()
+    assert w.state() == before
+
+    # What the user does next.
+    run_id = json.loads(out.read_text())["run_id"]
+    diff = run_wizard("diff", run_id, "--project", str(project), env=env)
+    assert diff.returncode == 0 and "grab.py" in diff.stdout, diff.stdout + diff.stderr
+    undo = run_wizard("undo", run_id, "--project", str(project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    after = subprocess.run(status, cwd=project, env=git_env, capture_output=True).stdout
+    assert after == status_before
+    assert w.state() == before
