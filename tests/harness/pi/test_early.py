@@ -102,3 +102,39 @@ def test_an_early_host_no_run_takes_goes_with_its_folders_at_once(
     assert host.poll() is not None
     assert (early._process, early._folders) == (None, None)
     assert not any(folder.exists() for folder in folders)
+
+
+def test_a_host_start_cancelled_while_its_process_starts_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run cancelled (a SIGTERM) while a session starts its host, the process made but not
+    yet joined to the event loop, leaves neither the host nor its folders (an interrupted
+    orchestrator run's next task used to leave pi's agent folder behind)."""
+    import asyncio
+    import sys
+
+    from wizard.runner.harness.pi import early
+    from wizard.runner.harness.pi.session import start_host
+
+    made: list[Path] = []
+
+    def recorded() -> tuple[Path, Path]:
+        folders = host_folders()
+        made.extend(folders)
+        return folders
+
+    host_folders = early.host_folders
+    monkeypatch.setattr(early, "host_folders", recorded)
+    engine = NodeBundle(node=Path(sys.executable), cli=tmp_path / "cli.js", version="0",
+                        prefix=tmp_path)  # fmt: skip
+
+    async def cancelled() -> None:
+        starting = asyncio.ensure_future(start_host(engine))
+        await asyncio.sleep(0)  # it runs up to its first wait: the process's pipes
+        assert len(made) == 2 and all(folder.is_dir() for folder in made)
+        starting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+
+    asyncio.run(cancelled())
+    assert [folder for folder in made if folder.exists()] == []

@@ -192,7 +192,12 @@ def _end(
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             popen.kill()
             popen.wait(timeout=5) if adopted else popen.communicate(timeout=5)
-    for folder in folders or ():
+    remove_folders(folders or ())
+
+
+def remove_folders(folders: Sequence[Path]) -> None:
+    """Remove a host's private folders (what pi left in them too)."""
+    for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
 
 

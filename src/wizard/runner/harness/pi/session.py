@@ -34,7 +34,6 @@ import itertools
 import json
 import logging
 import os
-import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +43,7 @@ from wizard.engines.bundle import NodeBundle, ensure_bundle
 from wizard.errors import EngineError
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.early import ENGINE_CHECKED, host_launch
+from wizard.runner.harness.pi.early import ENGINE_CHECKED, host_launch, remove_folders
 from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, SessionStats
 from wizard.tools.limits import MAX_TIMEOUT_S, CommandLimits
 from wizard.tools.shell import absent_placeholders, remove_placeholders
@@ -116,26 +115,29 @@ class HostProcess:
                     self.process.kill()
                 await self.process.wait()
         finally:
-            for folder in (self.agent_dir, self.temp_dir):
-                shutil.rmtree(folder, ignore_errors=True)
+            remove_folders((self.agent_dir, self.temp_dir))
 
 
 async def start_host(engine: NodeBundle) -> HostProcess:
     """Start a pi host on `engine` (which the caller has checked, as the host is told): it
     loads pi's SDK at once, and runs nothing until a launch comes on its stdin."""
     launch = host_launch(engine)
-    process = await asyncio.create_subprocess_exec(
-        *launch.command,
-        cwd=launch.temp_dir,  # the launch names the project, and the host moves there
-        env=launch.env,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=LINE_LIMIT,
-        # Its own session: a Ctrl-C at the terminal reaches only wizard, which then
-        # tears pi down in order (abort, then stop) instead of orphaning its children.
-        start_new_session=True,
-    )
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *launch.command,
+            cwd=launch.temp_dir,  # the launch names the project, and the host moves there
+            env=launch.env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=LINE_LIMIT,
+            # Its own session: a Ctrl-C at the terminal reaches only wizard, which then
+            # tears pi down in order (abort, then stop) instead of orphaning its children.
+            start_new_session=True,
+        )
+    except BaseException:  # a cancelled start: asyncio has killed the process, if it began
+        remove_folders((launch.agent_dir, launch.temp_dir))
+        raise
     assert process.stdin is not None
     process.stdin.write(ENGINE_CHECKED)
     return HostProcess(engine, process, launch.agent_dir, launch.temp_dir)
