@@ -112,6 +112,10 @@ def test_env_files_are_closed_under_every_name(tree):
     for name in (".env", "./.env", "src/../.env", "envlink", "src/config.txt"):
         ok, text = read(root, name)
         assert not ok and SECRET not in text
+    # Neither another name of a file that is no `.env`, nor an `.env` name of one, is an alias.
+    (project / "src" / "a.txt").write_text("a")
+    os.link(project / "src" / "a.txt", project / "b.txt")
+    os.link(project / ".env", project / "src" / ".env.copy")
     assert root.env_aliases() == [project / "src" / "config.txt"]
 
 

@@ -13,7 +13,9 @@ repository's config (closed to commands) defines.
 
 from __future__ import annotations
 
-from pathlib import PurePath, PurePosixPath
+import fnmatch
+import re
+from pathlib import PurePath
 
 # Everything beneath these folders.
 CODE_FOLDERS = (".git", ".husky", ".githooks", ".vscode", ".idea", ".devcontainer")
@@ -39,13 +41,30 @@ ROOT_NAMES = (
 )  # fmt: skip
 
 
+_FOLDERS, _FILES = frozenset(CODE_FOLDERS), frozenset(CODE_FILES)
+# Each pattern's parts, the last first, as matchers: a path is matched from the right, part by
+# part, as `PurePath.match` matches it.
+_PATTERNS = tuple(
+    tuple(re.compile(fnmatch.translate(piece)).match for piece in reversed(pattern.split("/")))
+    for pattern in CODE_PATTERNS
+)
+
+
 def runs_code(relative: str | PurePath) -> bool:
     """Whether the project path `relative` is one whose content runs as the user (its case
-    ignored, as a case-insensitive file system would)."""
-    path = PurePosixPath(str(relative).lower())
-    if any(part in CODE_FOLDERS for part in path.parts) or path.name in CODE_FILES:
+    ignored, as a case-insensitive file system would). Its parts are `PurePosixPath`'s (no
+    empty or `.` part; a `..` stays one), found without it: this is asked of every file of a
+    project when a run's sandbox policy is made."""
+    parts = [part for part in str(relative).lower().split("/") if part and part != "."]
+    if not parts:
+        return False
+    if parts[-1] in _FILES or not _FOLDERS.isdisjoint(parts):
         return True
-    return any(path.match(pattern) for pattern in CODE_PATTERNS)
+    parts.reverse()
+    return any(
+        len(parts) >= len(pattern) and all(map(lambda match, part: match(part), pattern, parts))
+        for pattern in _PATTERNS
+    )
 
 
 def refusal_text(relative: str) -> str:

@@ -348,17 +348,19 @@ class ProjectRoot:
         return found
 
     def env_aliases(self) -> list[Path]:
-        """Other names, inside the project, of its `.env*` files (hard links)."""
-        inodes = self.env_inodes()
-        aliases = []
+        """Other names, inside the project, of its `.env*` files (hard links): one walk, one
+        `lstat` a file (this is asked of every file when a run's sandbox policy is made)."""
+        inodes = set()
+        linked = []  # every other file with more than one name
         for folder, name in self._walk_names():
-            path = Path(folder, name)
             with contextlib.suppress(OSError):
-                info = os.stat(path, follow_symlinks=False)
-                alias = info.st_nlink > 1 and (info.st_dev, info.st_ino) in inodes
-                if alias and not is_env_name(name):
-                    aliases.append(path)
-        return aliases
+                info = os.stat(f"{folder}/{name}", follow_symlinks=False)
+                if is_env_name(name):
+                    if stat.S_ISREG(info.st_mode):
+                        inodes.add((info.st_dev, info.st_ino))
+                elif info.st_nlink > 1:
+                    linked.append((folder, name, (info.st_dev, info.st_ino)))
+        return [Path(folder, name) for folder, name, inode in linked if inode in inodes]
 
     def _walk_names(self) -> Iterator[tuple[str, str]]:
         for folder, folders, files in os.walk(self.root):

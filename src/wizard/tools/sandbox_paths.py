@@ -85,7 +85,7 @@ def closed_to_writes(project: Path) -> list[str]:
     changes there is journaled file by file, and named."""
     closed = [str(project / name) for name in ROOT_NAMES if not os.path.lexists(project / name)]
     for folder, folders, files in os.walk(project):
-        relative = Path(folder).relative_to(project)
-        closed += [str(Path(folder, n)) for n in (*folders, *files) if runs_code(relative / n)]
-        folders[:] = [f for f in folders if f != "node_modules" and not runs_code(relative / f)]
+        inside = os.path.relpath(folder, project)
+        closed += [f"{folder}/{n}" for n in (*folders, *files) if runs_code(f"{inside}/{n}")]
+        folders[:] = [f for f in folders if f != "node_modules" and not runs_code(f"{inside}/{f}")]
     return closed
