@@ -231,3 +231,19 @@ async def test_an_abort_while_the_sandbox_starts_leaves_no_bridge(tmp_path: Path
         live.assert_no_process_left()
     await asyncio.sleep(0.2)  # a bridge killed just now is gone from the table
     assert _bridges() - before == set()
+
+
+async def test_a_host_killed_at_close_is_left_to_the_run_s_end_to_be_waited_for(
+    tmp_path: Path,
+) -> None:
+    """With a `reaping` list (the harness's), a session's close kills the host once it has
+    left and hands the wait for its end over (Node's exit is the kernel freeing its memory,
+    which nothing of the run needs); once waited for, nothing of it is left."""
+    reaping: list[asyncio.Future[int]] = []
+    scenario = {"responses": [{"blocks": [{"text": "[ABORT] stop here"}]}, NEVER]}
+    live = await run_live(tmp_path, scenario, reaping=reaping)
+    assert live.result.error is AgentErrorType.ABORT
+    assert len(reaping) == 1
+    done, _ = await asyncio.wait(reaping, timeout=10)
+    assert done == set(reaping)
+    live.assert_no_process_left()

@@ -35,6 +35,7 @@ class PiHarness(EngineHarness):
         super().__init__(session_factory or self._pi_session)
         self._early = session_factory is None
         self._host: HostProcess | None = None
+        self._exits: list[asyncio.Future[int]] = []  # hosts killed, not yet gone (`close`)
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
         """Make sure pi is installed (installing it on first use) and its files are the ones
@@ -51,10 +52,17 @@ class PiHarness(EngineHarness):
 
     def _pi_session(self, launch: EngineLaunch) -> AgentSession:
         host, self._host = self._host, None
-        return PiSession(launch, host=host)
+        return PiSession(launch, host=host, reaping=self._exits)
 
     async def close(self) -> None:
-        """End the early host if no session took it."""
+        """End the early host if no session took it, and wait for the hosts the sessions
+        killed to be gone (their ends overlapped the journal's closing snapshot)."""
         if self._host is not None:
             await self._host.discard()
             self._host = None
+        exits = list(self._exits)
+        self._exits.clear()
+        if exits:
+            _, stuck = await asyncio.wait(exits, timeout=5)
+            for end in stuck:  # killed, and in the kernel's hands: not waited for further
+                end.cancel()

@@ -106,14 +106,16 @@ class HostProcess:
         self.engine, self.process = engine, process
         self.agent_dir, self.temp_dir = agent_dir, temp_dir
 
-    async def discard(self) -> None:
+    async def discard(self, *, wait: bool = True) -> None:
         """Kill the host if it still runs, and remove its folders (even when the wait for
-        the killed host is itself cancelled)."""
+        the killed host is itself cancelled). `wait=False`: its end is someone else's to
+        wait for (`PiSession`'s `reaping`)."""
         try:
             if self.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     self.process.kill()
-                await self.process.wait()
+                if wait:
+                    await self.process.wait()
         finally:
             remove_folders((self.agent_dir, self.temp_dir))
 
@@ -154,8 +156,14 @@ class PiSession:
         host: HostProcess | None = None,
         startup_timeout: float = 60.0,
         stall_seconds: float = 300.0,
+        reaping: list[asyncio.Future[int]] | None = None,
     ) -> None:
         self.launch = launch
+        # Where `close` leaves the wait for a host it killed once the host said it had left
+        # (Node's exit is then the kernel freeing its memory, a fiftieth of a second here,
+        # which nothing of the run needs to wait for: `PiHarness.close` waits at the run's
+        # end); None: `close` waits itself.
+        self._reaping = reaping
         self._engine = engine
         # The session's host: one started before it (loading pi already), else its own; it
         # goes, with its folders, at close.
@@ -270,7 +278,7 @@ class PiSession:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         if self._host is not None:  # its folders (and the host itself, if it never started)
-            await self._host.discard()
+            await self._host.discard(wait=self._reaping is None)
             self._host = None
         await self._exits.aclose()
 
@@ -291,7 +299,10 @@ class PiSession:
             left.cancel()
             if not exited.done() and self._left.is_set():
                 with contextlib.suppress(ProcessLookupError):
-                    process.kill()
+                    process.kill()  # it runs nothing more; its memory is freed meanwhile
+                if self._reaping is not None:
+                    self._reaping.append(exited)
+                    return
                 await exited
             if exited.done():
                 return
