@@ -4,8 +4,10 @@ It speaks to the SDK as the SDK's own subprocess transport does: one JSON messag
 each way (a line is bounded as the SDK bounds it; a line that is not JSON is skipped, one
 that looks like JSON and does not parse is an error), the CLI's stderr line by line to the
 session's log (read to its end, an over-long line dropped), a non-zero exit after its last
-message a `ProcessError`. Closing ends its input and gives it five seconds to exit, then
-terminates it, then kills it, every wait bounded.
+message a `ProcessError`. Closing ends its input and kills it: the CLI runs no tool of its
+own (every tool is wizard's, served in this process) and keeps no session, so nothing it
+would still do once its conversation is over is the run's, and its own teardown took a tenth
+of a second of every session's close (the SDK's transport gives it five seconds).
 
 This module imports the SDK: the session imports it once the SDK is loaded.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from claude_agent_sdk import CLIConnectionError, CLIJSONDecodeError, ProcessError, Transport
 
-_GRACE = 5.0  # seconds the CLI gets at each step of closing, as the SDK's transport gives it
+_GRACE = 5.0  # seconds a killed CLI's end is waited for
 
 
 class StartedCLI(Transport):
@@ -73,21 +75,18 @@ class StartedCLI(Transport):
         return self._messages()
 
     async def close(self) -> None:
-        """End its input; wait for it to exit, then terminate it, then kill it."""
+        """End its input and kill it (it runs nothing of the run's), then wait for its end."""
         self._ready = False
         if self._stderr is not None:
             self._stderr.cancel()
             with contextlib.suppress(BaseException):
                 await self._stderr
         self._close_stdin()  # a write under way fails, as on the SDK's own transport
-        for stop in (None, self._process.terminate, self._process.kill):
-            if self._process.returncode is not None:
-                return
-            if stop is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    stop()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._process.wait(), _GRACE)
+        if self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._process.wait(), _GRACE)
 
     # --- the pipes ------------------------------------------------------------------------
 
