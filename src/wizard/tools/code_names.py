@@ -62,7 +62,8 @@ def runs_code(relative: str | PurePath) -> bool:
         return True
     parts.reverse()
     return any(
-        len(parts) >= len(pattern) and all(map(lambda match, part: match(part), pattern, parts))
+        len(parts) >= len(pattern)
+        and all(match(part) for match, part in zip(pattern, parts[: len(pattern)], strict=True))
         for pattern in _PATTERNS
     )
 

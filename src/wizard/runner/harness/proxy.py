@@ -483,6 +483,7 @@ def tls_context() -> ssl.SSLContext:
 
 @functools.cache
 def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    # The bundle's names are the cache's key; httpx reads them from the environment itself.
     return httpx.create_ssl_context(trust_env=True)
 
 
