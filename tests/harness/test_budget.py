@@ -82,7 +82,11 @@ async def test_a_spent_budget_ends_a_live_run_at_its_next_request(
             gateway=GatewaySettings(url=gateway.url, retries=0), sink=EventRecorder(),
             spend=RunSpend(budget, model, PRICES),
         )  # fmt: skip
-        result = await PiHarness().run(inputs)
+        harness = PiHarness()
+        try:
+            result = await harness.run(inputs)
+        finally:
+            await harness.close()  # the run's end: its hosts gone
     assert result.error is AgentErrorType.BUDGET_EXCEEDED, result
     assert words in (result.message or "")
     assert len(gateway.requests) == 1  # the request after the budget never reached it

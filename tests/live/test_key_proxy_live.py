@@ -59,5 +59,9 @@ async def test_a_wrong_key_is_an_api_error(tmp_path: Path) -> None:
             gateway=GatewaySettings(url=gateway.url, key="wrong", retries=0),
             sink=EventRecorder(),
         )
-        result = await PiHarness().run(inputs)
+        harness = PiHarness()
+        try:
+            result = await harness.run(inputs)
+        finally:
+            await harness.close()  # the run's end: its hosts gone
     assert result.error is not None and "401" in (result.message or "")

@@ -197,7 +197,11 @@ async def test_an_unreachable_gateway_is_named_with_its_url(tmp_path: Path) -> N
         gateway=GatewaySettings(url=closed, retries=0),
         sink=recorder,
     )
-    result = await PiHarness().run(inputs)
+    harness = PiHarness()
+    try:
+        result = await harness.run(inputs)
+    finally:
+        await harness.close()  # the run's end: its hosts gone
     assert result.error is AgentErrorType.API_ERROR
     message = result.message or ""
     assert message.startswith(

@@ -186,7 +186,9 @@ class Harness(Protocol):
         """Make sure the engine is ready (install it if the harness can); `EngineError` if not."""
 
     async def close(self) -> None:
-        """Release what `prepare` kept for the run (an engine started early); the run's end."""
+        """Release what `prepare` kept for the run (an engine started early), and wait for
+        what its sessions left ending (`PiHarness`: hosts killed at their close); the run's
+        end, which every run calls."""
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
