@@ -23,12 +23,19 @@ def run() -> None:
         _exit_now(done.code)
 
 
+# What a run imports before it needs its engine (typer's own parsing too), loaded behind a
+# pi host started early.
+_RUN_MODULES = ("wizard.cli", "typer._adapters", "wizard.launch", "wizard.runner.run",
+                "wizard.runner.harness.pi.harness")  # fmt: skip
+
+
 def _start_pi_early() -> None:
     import os
 
-    from wizard.runner.harness.pi.early import prestart
+    from wizard.runner.harness.pi.early import load_behind_host, prestart
 
     prestart(sys.argv[1:], os.environ)
+    load_behind_host(_RUN_MODULES)
 
 
 def _exit_now(code: object) -> None:

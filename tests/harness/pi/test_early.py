@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,122 @@ def test_an_early_host_no_run_takes_goes_with_its_folders_at_once(
     assert host.poll() is not None
     assert (early._process, early._folders) == (None, None)
     assert not any(folder.exists() for folder in folders)
+
+
+def _stand_in_host(code: str) -> subprocess.Popen[bytes]:
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+@pytest.mark.skipif(not Path("/proc/loadavg").exists(), reason="Linux's /proc")
+def test_the_machine_is_busy_when_anything_but_wizard_and_its_host_runs() -> None:
+    """Wizard's loading yields to the host only where nothing else wants a core: a low
+    priority beside another busy process would starve it (`load_behind_host`)."""
+    from wizard.runner.harness.pi import early
+
+    host = _stand_in_host("import time; time.sleep(60)")
+    busy = _stand_in_host("while True: pass")
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (
+            early._running_threads(busy.pid) == 0 or early._running_threads(host.pid) > 0
+        ):  # the busy loop runs, and the host has started and sleeps
+            time.sleep(0.01)
+        assert early._running_threads(busy.pid) == 1
+        assert early._running_threads(host.pid) == 0
+        # The busy loop is another process: the machine is busy, whatever else runs.
+        assert early._busy(host.pid)
+    finally:
+        for process in (host, busy):
+            process.kill()
+            process.wait()
+
+
+def _recorder(folder: Path, name: str, body: str = "") -> None:
+    """A module that records, when imported, its thread's name and priority."""
+    (folder / f"{name}.py").write_text(
+        "import os, threading\n"
+        f"{body}\n"
+        "WHERE = (threading.current_thread().name,\n"
+        "         os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))\n"
+    )
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own priority is Linux's")
+def test_the_run_s_modules_load_behind_the_host_at_a_low_priority(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a host started early and nothing else running, the modules are imported in a
+    thread of their own at a low priority; one that fails is skipped (the run imports it
+    again where it needs it) and the next ones load; the caller's priority is unchanged."""
+    import importlib
+    import os
+
+    from wizard.runner.harness.pi import early
+
+    _recorder(tmp_path, "wiz_first")
+    _recorder(tmp_path, "wiz_broken", "raise RuntimeError('broken')")
+    _recorder(tmp_path, "wiz_last")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    host = _stand_in_host("import time; time.sleep(60)")
+    monkeypatch.setattr(early, "_process", host)
+    monkeypatch.setattr(early, "_busy", lambda pid: False)
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        early.load_behind_host(["wiz_first", "wiz_broken", "wiz_missing", "wiz_last"])
+    finally:
+        host.kill()
+        host.wait()
+    for name in ("wiz_first", "wiz_last"):
+        assert sys.modules[name].WHERE == ("wizard-loading", early._LOADING_NICE), name
+        del sys.modules[name]
+    assert "wiz_broken" not in sys.modules
+    with pytest.raises(RuntimeError, match="broken"):  # as the run would meet it
+        importlib.import_module("wiz_broken")
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before
+
+
+@pytest.mark.parametrize("why", ["no host", "busy"])
+def test_nothing_loads_behind_the_host_without_one_or_on_a_busy_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    from wizard.runner.harness.pi import early
+
+    _recorder(tmp_path, "wiz_not_loaded")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    host = None if why == "no host" else _stand_in_host("import time; time.sleep(60)")
+    monkeypatch.setattr(early, "_process", host)
+    monkeypatch.setattr(early, "_busy", lambda pid: True)
+    try:
+        early.load_behind_host(["wiz_not_loaded"])
+    finally:
+        if host is not None:
+            host.kill()
+            host.wait()
+    assert "wiz_not_loaded" not in sys.modules
+
+
+@pytest.mark.live
+def test_the_early_host_has_a_process_group_of_its_own_in_wizard_s_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The terminal's Ctrl-C goes to its foreground group only, which the host is not in;
+    the scheduler weighs the host's threads with wizard's, so wizard's loading can yield."""
+    import os
+
+    from wizard.engines import bundle
+    from wizard.runner.harness.pi import early
+
+    if bundle.installed_bundle() is None:
+        pytest.skip("pi is not installed: `wizard engines install pi`")
+    monkeypatch.setattr(bundle, "checked_as_recorded", lambda prefix: True)
+    early.prestart(["run", "transactional-email"], os.environ)
+    host = early._process
+    try:
+        assert host is not None and host.poll() is None
+        assert os.getpgid(host.pid) == host.pid != os.getpgid(0)
+        assert os.getsid(host.pid) == os.getsid(0)
+    finally:
+        early.discard_unclaimed()
+    assert host.poll() is not None

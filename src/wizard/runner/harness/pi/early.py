@@ -16,6 +16,11 @@ So Node's own start (a tenth of a second here) overlaps the check, which runs in
 own process before its imports: they have about a second to spare before the run needs the
 host.
 
+While the host loads pi, wizard's own imports (most of a second of CPU) run in a thread at a
+low priority, on a machine where nothing else runs (`load_behind_host`): the host's load is
+the longer of the two, and on two cores the imports at the same priority slowed it by
+0.2–0.4 s. The host is in wizard's session for that, in a process group of its own.
+
 The run's pi harness adopts the host (`adopt_early_host`) instead of checking the engine
 and starting a host itself; a command that ends before (a usage error, another harness)
 kills it at exit and removes its folders. A program whose own binding picks another harness
@@ -31,9 +36,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import importlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -58,6 +65,9 @@ _process: subprocess.Popen[bytes] | None = None
 _folders: tuple[Path, Path] | None = None
 _prefix: Path | None = None  # the engine the early host runs, as checked
 _lock = threading.Lock()
+# The priority wizard's loading yields to the host's at (`load_behind_host`): 0 is the
+# default, 19 the lowest.
+_LOADING_NICE = 10
 HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
 # A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
 # up to ~40 characters) into the host's temp folder.
@@ -133,10 +143,14 @@ def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
         _folders = host_folders()
         launch = host_launch(engine, _folders)
         _prefix = engine.prefix
+        # A process group of its own: a Ctrl-C at the terminal reaches wizard, which ends the
+        # host in order. In wizard's session, though: Linux schedules each session as a
+        # group of its own (autogroup), and wizard's loading can only yield to the host
+        # (`load_behind_host`) when both are weighed in one.
         _process = subprocess.Popen(
             launch.command, cwd=launch.temp_dir, env=launch.env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,  # a Ctrl-C reaches wizard, which ends the host in order
+            process_group=0,
         )  # fmt: skip
         if checked_as_recorded(engine.prefix):
             assert _process.stdin is not None
@@ -146,6 +160,56 @@ def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     except Exception:  # whatever it is, the run's own engine stage meets it and says so
         pass
     discard_unclaimed()  # an engine that is not as recorded is the run's to meet
+
+
+def load_behind_host(modules: Sequence[str]) -> None:
+    """Import `modules` (what the run imports before it needs its engine: most of a second
+    of CPU here) in a thread at a low priority, while the host started early loads pi.
+
+    The host's load is the longer of the two (wizard's imports end about a second before the
+    run needs the host) and uses more than one core: on two cores, wizard's imports at the
+    same priority slowed it by 0.2–0.4 s. At a low priority they take what it leaves, on a
+    machine where nothing else wants a core: with anything else running, they would get
+    only a tenth of what that leaves (two busy loops beside a run on two cores: the first
+    request 11.7 s after the start instead of 4.6 s). So nothing is done when anything but
+    wizard and its host is running at that moment (as `/proc/loadavg` counts), without such a
+    host, or off Linux (which gives a thread a priority of its own). The priority is the
+    thread's alone: the run goes on at its own."""
+    host = _process
+    if host is None or sys.platform != "linux" or _busy(host.pid):
+        return
+    thread = threading.Thread(target=_load, args=(modules,), name="wizard-loading", daemon=True)
+    thread.start()
+    thread.join()
+
+
+def _busy(host: int) -> bool:
+    """Whether anything but this thread and the host's threads is running now."""
+    try:
+        with open("/proc/loadavg") as loadavg:
+            running = int(loadavg.read().split()[3].split("/")[0])
+        return running - 1 - _running_threads(host) > 0
+    except (OSError, ValueError, IndexError):
+        return True
+
+
+def _running_threads(pid: int) -> int:
+    """How many of the process's threads are running now."""
+    running = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/stat") as stat:
+            running += stat.read().rpartition(")")[2].split()[0] == "R"
+    return running
+
+
+def _load(modules: Sequence[str]) -> None:
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _LOADING_NICE)
+    for name in modules:
+        # One that fails is imported again where the run needs it, and fails there as it
+        # would have.
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
 
 
 async def adopt_early_host(engine: NodeBundle) -> HostProcess | None:
