@@ -379,3 +379,21 @@ async def test_an_error_answer_is_relayed_and_noted() -> None:
             await client.messages.create(model="m", max_tokens=5, messages=USER)
         await client.close()
     assert proxy.last_error is not None and "401 Unauthorized: bad key" in proxy.last_error
+
+
+def test_the_proxy_loads_httpx_without_its_command_line_tool() -> None:
+    """httpx imports its CLI (Click, Pygments) whenever Click is installed; the proxy keeps
+    it out of a run's way to its first request, and httpx still works (the relays above)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("click") is None:
+        pytest.skip("without Click, httpx never imports its tool")
+    probe = (
+        "import sys, wizard.runner.harness.proxy, httpx\n"
+        "print(sorted({'click', 'pygments'} & set(sys.modules)), callable(httpx.main))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.split() == ["[]", "True"], done.stdout + done.stderr

@@ -38,6 +38,7 @@ import os
 import random
 import secrets
 import ssl
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,10 +47,16 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from wizard.httpserver import BadRequest, HttpConnection, Request
 from wizard.runner.harness.usage import RunSpend, UsageMeter
+
+# httpx's package imports its command-line tool whenever Click is installed (the anthropic
+# extra brings it, through uvicorn): Click, Pygments and rich's syntax, 0.1 s of CPU on the
+# way to the first model request, for a tool wizard never runs. A `None` in `sys.modules` is
+# Python's own way to say a module is not to be imported: httpx then falls back to the `main`
+# it has for a missing tool.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+import httpx  # noqa: E402
 
 log = logging.getLogger(__name__)
 
