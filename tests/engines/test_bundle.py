@@ -156,3 +156,56 @@ def test_engines_install_replaces_a_changed_engine(fake_npm: Path) -> None:
     engine.check_unchanged(installed.prefix)  # the fresh tree is the recorded one
     unchanged = CliRunner().invoke(app, ["engines", "install", "pi"])
     assert "already installed" in unchanged.output
+
+
+# Records every file Node loads: ES modules through a loader hook, CommonJS ones from the
+# module cache at exit.
+_LOADED_HOOK = """
+import fs from "node:fs";
+import { createRequire, register } from "node:module";
+const out = process.env.WIZARD_TEST_LOADED;
+register("data:text/javascript," + encodeURIComponent(`
+import fs from "node:fs";
+import { fileURLToPath } from "node:url";
+export async function load(url, context, next) {
+  if (url.startsWith("file:")) {
+    fs.appendFileSync(${JSON.stringify(out)}, fileURLToPath(url) + "\\\\n");
+  }
+  return next(url, context);
+}`));
+const Module = createRequire(import.meta.url)("module");
+process.on("exit", () => fs.appendFileSync(out, Object.keys(Module._cache).join("\\n") + "\\n"));
+"""
+
+
+@pytest.mark.live
+def test_every_file_node_loads_to_run_the_sandbox_runtime_is_one_its_check_covers(
+    tmp_path: Path,
+) -> None:
+    """The anthropic harness checks only the runtime's folders (`runtime_folders`); what Node
+    loads for the runtime's library (the wrapper's imports) and its command line (checks and
+    probes) must all be in them."""
+    from wizard.engines.bundle import installed_bundle, runtime_folders
+
+    engine = installed_bundle()
+    if engine is None:
+        pytest.skip("pi is not installed: `wizard engines install pi`")
+    hook, loaded = tmp_path / "hook.mjs", tmp_path / "loaded.txt"
+    hook.write_text(_LOADED_HOOK)
+    entry = engine.sandbox_entry
+    library = (
+        f"await import({entry.as_uri()!r});"
+        f"await import({(entry.parent / 'utils' / 'config-loader.js').as_uri()!r});"
+    )
+    env = {**os.environ, "WIZARD_TEST_LOADED": str(loaded)}
+    for command in (
+        ["--input-type=module", "-e", library],
+        [str(entry.with_name("cli.js")), "--help"],
+    ):
+        subprocess.run([str(engine.node), "--import", hook.as_uri(), *command], env=env,
+                       capture_output=True, check=True, timeout=60)  # fmt: skip
+    prefix = f"{engine.prefix}/"
+    files = {line[len(prefix) :] for line in loaded.read_text().split() if line.startswith(prefix)}
+    assert "node_modules/commander/index.js" in files  # the command line's own dependency
+    covered = tuple(f"{folder}/" for folder in runtime_folders(engine.prefix))
+    assert sorted(f for f in files if not f.startswith(covered)) == []

@@ -159,3 +159,75 @@ def test_two_engine_folders_with_trees_of_one_name_each_keep_their_own_record(
     with pytest.raises(EngineChanged, match=r"host\.mjs"):
         check_unchanged(first)
     check_unchanged(second)
+
+
+def _runtime_tree(root: Path) -> None:
+    """A small engine tree: the sandbox runtime, a dependency of its own inside it, one it
+    finds at the top, and pi beside them."""
+    packages = {
+        "node_modules/@anthropic-ai/sandbox-runtime": {"dependencies": {"zod": "3", "forge": "1"}},
+        "node_modules/@anthropic-ai/sandbox-runtime/node_modules/zod": {},
+        "node_modules/forge": {"peerDependencies": {"not-installed": "1"}},
+        "node_modules/zod": {},  # another zod, pi's: the runtime's own is found first
+        "node_modules/@mariozechner/pi-coding-agent": {"dependencies": {"zod": "4"}},
+    }
+    for folder, manifest in packages.items():
+        (root / folder).mkdir(parents=True)
+        (root / folder / "package.json").write_text(json.dumps(manifest))
+        (root / folder / "index.js").write_text("module.exports = 1;\n")
+
+
+def test_the_runtime_s_check_covers_its_packages_and_the_folders_above_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The anthropic harness checks only what the sandbox runtime runs: a change in pi's
+    package is not its concern, a change in the runtime, in a package it depends on or in a
+    folder above one is (an added package there would be found before the recorded one)."""
+    from wizard.engines.bundle import runtime_folders
+
+    root = tmp_path / "engine"
+    _runtime_tree(root)
+    assert sorted(runtime_folders(root)) == [
+        "node_modules/@anthropic-ai/sandbox-runtime",
+        "node_modules/@anthropic-ai/sandbox-runtime/node_modules/zod",
+        "node_modules/forge",
+    ]
+    monkeypatch.setattr(integrity, "_RACY_NS", 0)  # checked entry by entry, as installed
+    record = tmp_path / "engine.record"
+    record_tree(root, record)
+    within = runtime_folders(root)
+    (root / "node_modules/@mariozechner/pi-coding-agent/index.js").write_text("pwn()")
+    (root / "node_modules/zod/index.js").write_text("pwn()")
+    assert tree_changes(root, record, within) == []
+    assert tree_changes(root, record) == [
+        "node_modules/@mariozechner/pi-coding-agent/index.js",
+        "node_modules/zod/index.js",
+    ]
+    record_tree(root, record)
+    (root / "node_modules/forge/index.js").write_text("pwn()")
+    assert tree_changes(root, record, within) == ["node_modules/forge/index.js"]
+    record_tree(root, record)
+    (root / "node_modules/@anthropic-ai/sandbox-runtime/node_modules/zod/evil.js").write_text("")
+    assert tree_changes(root, record, within) == [
+        "node_modules/@anthropic-ai/sandbox-runtime/node_modules/zod",
+        "node_modules/@anthropic-ai/sandbox-runtime/node_modules/zod/evil.js",
+    ]
+    record_tree(root, record)
+    # Found where the runtime would look for a package before the top folder: the folder
+    # above it is named.
+    (root / "node_modules/@anthropic-ai/node_modules/commander").mkdir(parents=True)
+    assert tree_changes(root, record, within) == ["node_modules/@anthropic-ai"]
+
+
+def test_a_runtime_manifest_that_cannot_be_read_is_a_changed_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    root = tmp_path / "engine"
+    _runtime_tree(root)
+    check_unchanged(root, runtime_only=True)  # first use: recorded
+    check_unchanged(root, runtime_only=True)
+    (root / "node_modules/forge/package.json").write_text("{not json")
+    with pytest.raises(EngineChanged) as raised:
+        check_unchanged(root, runtime_only=True)
+    assert "node_modules/forge/package.json" in raised.value.message

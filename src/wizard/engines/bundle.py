@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -207,11 +208,15 @@ def ensure_bundle(progress: Callable[[str], None] = lambda line: None) -> NodeBu
     return installed_bundle() or install_pi(progress)
 
 
-def verified_bundle(progress: Callable[[str], None] = lambda line: None) -> NodeBundle:
-    """`ensure_bundle`, and its files checked against the install's record: what a run starts
-    with (once: its sessions then use the checked engine); `EngineChanged` otherwise."""
+def verified_bundle(
+    progress: Callable[[str], None] = lambda line: None, *, runtime_only: bool = False
+) -> NodeBundle:
+    """`ensure_bundle`, and its files checked against the install's record (only the sandbox
+    runtime's, with `runtime_only`, for a run that runs nothing else of it): what a run
+    starts with (once: its sessions then use the checked engine); `EngineChanged`
+    otherwise."""
     engine = ensure_bundle(progress)
-    check_unchanged(engine.prefix, progress)
+    check_unchanged(engine.prefix, progress, runtime_only=runtime_only)
     return engine
 
 
@@ -223,17 +228,62 @@ def _record(prefix: Path) -> Path:
     return state_root() / "engines" / f"{prefix.name}-{where}.json"
 
 
+def runtime_folders(prefix: Path) -> list[str]:
+    """The sandbox runtime's package folder and those of every package it depends on,
+    beneath `prefix`: what Node loads when it runs the runtime. Each dependency (of a
+    package's `package.json`: dependencies, optional and peer ones) is the folder Node finds
+    for its name, the nearest `node_modules/<name>` from the package up; one that is not in
+    the tree is not run from it. The `package.json` files read are among what the check
+    covers, as is every folder above each package (an entry added there changes what Node
+    finds)."""
+    found: list[str] = []
+    todo = [f"node_modules/{SANDBOX_PACKAGE}"]
+    while todo:
+        package = todo.pop()
+        if package in found:
+            continue
+        found.append(package)
+        manifest = json.loads((prefix / package / "package.json").read_text())
+        for field in ("dependencies", "optionalDependencies", "peerDependencies"):
+            for name in manifest.get(field) or {}:
+                if (folder := _package_folder(prefix, package, name)) is not None:
+                    todo.append(folder)
+    return found
+
+
+def _package_folder(prefix: Path, dependent: str, name: str) -> str | None:
+    """The folder Node finds for package `name` required from folder `dependent` (both
+    beneath `prefix`), if it is in the tree: `node_modules/<name>` in the folder and in each
+    folder above it that is not itself a `node_modules`."""
+    parts = dependent.split("/")
+    for end in range(len(parts), -1, -1):
+        if end and parts[end - 1] == "node_modules":
+            continue
+        folder = "/".join([*parts[:end], "node_modules", name])
+        if (prefix / folder / "package.json").is_file():
+            return folder
+    return None
+
+
 def checked_as_recorded(prefix: Path) -> bool:
     """Whether the engine tree has a record of its install and is exactly as recorded (the
     check `check_unchanged` makes, without recording a tree that has no record)."""
     return tree_changes(prefix, _record(prefix)) == []
 
 
-def check_unchanged(prefix: Path, progress: Callable[[str], None] = lambda line: None) -> None:
-    """The engine tree is as installed; `EngineChanged` naming what differs otherwise.
+def check_unchanged(
+    prefix: Path, progress: Callable[[str], None] = lambda line: None, *, runtime_only: bool = False
+) -> None:
+    """The engine tree is as installed (only what the sandbox runtime runs, with
+    `runtime_only`: `runtime_folders`); `EngineChanged` naming what differs otherwise.
 
     An engine installed before wizard kept records is recorded now, once."""
-    changed = tree_changes(prefix, _record(prefix))
+    within = None
+    if runtime_only:
+        # A manifest that cannot be read has changed: the whole tree's check names it.
+        with contextlib.suppress(OSError, ValueError):
+            within = runtime_folders(prefix)
+    changed = tree_changes(prefix, _record(prefix), within)
     if changed is None:
         make_read_only(prefix)
         record_tree(prefix, _record(prefix))

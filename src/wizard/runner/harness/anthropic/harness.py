@@ -40,12 +40,14 @@ class AnthropicHarness(EngineHarness):
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
         """The CLI must be the one the SDK installed. The engine bundle, which holds the
-        sandbox runtime for wizard's `bash`, is installed if missing; without Node.js only a
-        run with --no-sandbox can go on (a sandboxed one then stops, naming the fix). The SDK
-        is imported later, by the first session, once it has started the CLI (`_sdk`)."""
+        sandbox runtime for wizard's `bash`, is installed if missing, and what of it the
+        runtime runs is checked (`bundle.runtime_folders`: a tenth of its files; this harness
+        runs nothing else of it); without Node.js only a run with --no-sandbox can go on (a
+        sandboxed one then stops, naming the fix). The SDK is imported later, by the first
+        session, once it has started the CLI (`_sdk`)."""
         await asyncio.to_thread(check_bundled_cli)
         try:
-            await asyncio.to_thread(verified_bundle, progress)
+            await asyncio.to_thread(verified_bundle, progress, runtime_only=True)
         except EngineChanged:
             raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:
