@@ -50,6 +50,24 @@ def test_new_enough_node(fake_path: Path) -> None:
     assert engine.find_node() == fake_path / "node"
 
 
+def test_node_s_version_is_asked_once_for_each_binary(
+    fake_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked once, remembered against the binary's stat; a new binary is asked again, and one
+    too old is refused whether asked or remembered."""
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    asked = tmp_path / "asked"
+    _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v22.1.0")
+    assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
+    assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
+    assert asked.read_text().count("asked") == 1
+    _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v18.19.0")  # replaced
+    for _ in range(2):
+        with pytest.raises(EngineError, match=r"v18\.19\.0 is too old"):
+            engine.find_node()
+    assert asked.read_text().count("asked") == 2
+
+
 def test_npm_failure_shows_its_output(fake_path: Path) -> None:
     _fake_bin(fake_path, "node", "echo v22.1.0")
     _fake_bin(
