@@ -58,6 +58,8 @@ def test_node_s_version_is_asked_once_for_each_binary(
     monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
     asked = tmp_path / "asked"
     _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v22.1.0")
+    native = engine._NATIVE_MAGIC
+    monkeypatch.setattr(engine, "_NATIVE_MAGIC", (*native, b"#!/b"))  # as if it were Node's
     assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
     assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
     assert asked.read_text().count("asked") == 1
@@ -66,6 +68,26 @@ def test_node_s_version_is_asked_once_for_each_binary(
         with pytest.raises(EngineError, match=r"v18\.19\.0 is too old"):
             engine.find_node()
     assert asked.read_text().count("asked") == 2
+    # A version manager's shim (here a script) may pick another Node at every call.
+    monkeypatch.setattr(engine, "_NATIVE_MAGIC", native)
+    _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v22.1.0")
+    for _ in range(2):
+        assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
+    assert asked.read_text().count("asked") == 4
+
+
+def test_node_s_own_binary_is_told_from_a_shim(tmp_path: Path) -> None:
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no Node here")
+    real = os.path.realpath(node)
+    assert engine._native_node(real) is not None
+    (tmp_path / "node").write_text('#!/bin/sh\nexec node "$@"\n')
+    assert engine._native_node(str(tmp_path / "node")) is None
+    (tmp_path / "mise").symlink_to(real)  # a binary of another name
+    assert engine._native_node(str(tmp_path / "mise")) is None
 
 
 def test_npm_failure_shows_its_output(fake_path: Path) -> None:

@@ -92,30 +92,49 @@ def node_runtime() -> tuple[Path, str]:
 
 
 def _node_version(node: str) -> str:
-    """What `node --version` says, remembered against the binary's own stat (its real path,
-    size, times and inode), so a run asks only a binary it has not met: starting Node for
-    it took 60 ms of every run's engine check here."""
+    """What `node --version` says. Node's own binary's answer is remembered against its stat
+    (its real path, size, times and inode), so a run asks only a binary it has not met:
+    starting Node for it took 60 ms of every run's engine check here. A version manager's
+    shim (a script, or a binary of another name: asdf, mise, Volta) picks a Node by the
+    folder or the environment and is asked every time."""
     real = os.path.realpath(node)
-    try:
-        info = os.stat(real)
-    except OSError as exc:
-        raise EngineError(f"Could not run {node} --version: {exc}", _NODE_HINT) from exc
-    key = f"{real} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns} {info.st_ino}"
+    key = _native_node(real)
     known = state_root() / "engines" / "node-version.json"
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        remembered = json.loads(known.read_text())
-        if remembered.get("binary") == key and isinstance(remembered.get("version"), str):
-            return str(remembered["version"])
+    if key is not None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            remembered = json.loads(known.read_text())
+            if remembered.get("binary") == key and isinstance(remembered.get("version"), str):
+                return str(remembered["version"])
     try:
         out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EngineError(f"Could not run {node} --version: {exc}", _NODE_HINT) from exc
     said = out.stdout.strip()
-    if out.returncode == 0:
+    if key is not None and out.returncode == 0:
         with contextlib.suppress(OSError):
             known.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(known, json.dumps({"binary": key, "version": said}).encode(), 0o600)
     return said
+
+
+# How an executable of Linux (ELF) or macOS (Mach-O, either order, and universal) begins.
+_NATIVE_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf",
+                 b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")  # fmt: skip
+
+
+def _native_node(real: str) -> str | None:
+    """The stat a Node binary at real path `real` is remembered by; None for anything but
+    an executable named `node`."""
+    if os.path.basename(real) != "node":
+        return None
+    try:
+        with open(real, "rb") as binary:
+            if binary.read(4) not in _NATIVE_MAGIC:
+                return None
+            info = os.fstat(binary.fileno())
+    except OSError:
+        return None
+    return f"{real} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns} {info.st_ino}"
 
 
 def find_node() -> Path:
