@@ -165,9 +165,17 @@ class ClaudeSession:
         return result
 
     async def abort(self) -> None:
-        """Stop the turn in flight (`interrupt()`); `prompt` then returns."""
+        """Stop the turn in flight; `prompt` then returns, or fails (which the driver takes as
+        the abort it asked for). Only a run that halts aborts, and its session is closed next:
+        the CLI wizard started is killed (it runs no tool of its own and keeps no session; the
+        turn's usage is the proxy's to count), where asking it to `interrupt()` and waiting for
+        its answer took 70–140 ms of the exit here. One the SDK started is interrupted."""
         if self._in_turn and not self._interrupting:
             self._interrupting = True
+            if self._process is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    self._process.kill()
+                return
             with self._sdk_errors():
                 await self._client.interrupt()
 
