@@ -4,15 +4,22 @@ changed engine is never loaded by the host started before its check."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.scenarios.conftest import gateway_process
 from wizard.engines.bundle import check_unchanged, pi_prefix
 from wizard.testing.cli import run_wizard, wizard_env
+from wizard.testing.script import call, reply, said
+
+__all__ = ["gateway_process"]
 
 
 @pytest.mark.parametrize("folder", ["wizard", "wizard/runner/harness/pi"])
@@ -71,3 +78,56 @@ def test_a_changed_engine_is_never_loaded_by_the_host_started_early(
     assert done.returncode == 1, done.stdout + done.stderr
     assert "pi-coding-agent/dist/index.js" in done.stdout
     assert not canary.exists(), "the host loaded a changed engine"
+
+
+def _loaded_writes(entry: Path, canary: Path) -> None:
+    """Rewrite `entry`, a module of the engine, to write `canary` the moment it is loaded."""
+    entry.chmod(0o644)
+    entry.write_text(
+        f'import {{ writeFileSync }} from "node:fs";\nwriteFileSync({str(canary)!r}, "ran");\n'
+    )
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("claude_agent_sdk") is None and not os.environ.get("CI"),
+    reason="the anthropic extra",
+)
+def test_the_anthropic_harness_runs_no_changed_file_of_the_sandbox_runtime_it_checks(
+    outside_temp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gateway_process: Any
+) -> None:
+    """The anthropic harness checks only what the sandbox runtime runs of the engine tree. A
+    module the runtime depends on (commander's, which its command line loads) rewritten to
+    run code on load fails the run, naming it, before any command; pi's own entry rewritten
+    is not that run's concern: the run goes on, its commands in the sandbox, and pi's code
+    never runs."""
+    engines, state = outside_temp / "engines", outside_temp / "state"
+    copy = engines / pi_prefix().name
+    shutil.copytree(pi_prefix(), copy, symlinks=True)
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(state))
+    check_unchanged(copy)  # recorded, as `wizard engines install pi` does
+    project = outside_temp / "project"
+    project.mkdir()
+    (project / "app.py").write_text("print('hi')\n")
+
+    pi_ran, runtime_ran = outside_temp / "pi-code-ran", outside_temp / "runtime-code-ran"
+    _loaded_writes(copy / "node_modules/@mariozechner/pi-coding-agent/dist/index.js", pi_ran)
+    scenario = {"responses": [reply(call("mcp__wizard__bash", command="touch out.txt")),
+                              said("[ABORT] stop here"), said("never asked")]}  # fmt: skip
+    url, _ = gateway_process(scenario)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_ENGINES_DIR=str(engines),
+                     WIZARD_STATE_DIR=str(state))  # fmt: skip
+    command = ("run", "transactional-email", "--project", str(project), "--ci", "--harness",
+               "anthropic")  # fmt: skip
+    done = run_wizard(*command, env=env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    out = project / "out.txt"
+    assert out.exists(), done.stdout  # the command ran, on the runtime
+    assert not pi_ran.exists(), "pi's code ran on the anthropic harness"
+
+    out.unlink()
+    _loaded_writes(copy / "node_modules/commander/index.js", runtime_ran)
+    done = run_wizard(*command, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "node_modules/commander/index.js" in done.stdout
+    assert not out.exists()
+    assert not runtime_ran.exists(), "a changed module of the sandbox runtime ran"
