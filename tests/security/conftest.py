@@ -137,6 +137,14 @@ DONE = [reply({"text": "Done."}), reply({"text": "[WIZARD-REMARK] -"})]
 SET_UP = [reply(*email_sent()), *DONE]
 
 
+@pytest.fixture(params=["pi", "anthropic"])
+def engine(request: pytest.FixtureRequest) -> str:
+    """Each engine a hostile world runs on: pi, and Claude where its SDK is installed."""
+    if request.param == "anthropic":
+        pytest.importorskip("claude_agent_sdk")
+    return str(request.param)
+
+
 @pytest.fixture
 def outside_temp() -> Iterator[Path]:
     """A folder outside the system temp folder, for a hostile world: the sandbox closes that

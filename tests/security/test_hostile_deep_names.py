@@ -52,12 +52,9 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("engine", ["pi", "anthropic"])
 def test_deep_names_in_any_case_are_closed_and_the_env_s_other_name_reads_nothing(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
-    if engine == "anthropic":
-        pytest.importorskip("claude_agent_sdk")
     w = outside_world
     project = w.project
     for name in SHIPPED:

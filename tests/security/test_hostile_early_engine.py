@@ -56,22 +56,9 @@ def test_a_changed_engine_is_never_loaded_by_the_host_started_early(
     """Node starts on wizard's host before the engine's check has finished; the host loads
     nothing of the engine until wizard says the check passed. An engine whose pi entry was
     rewritten (code that runs on load) fails the run, and that code never runs."""
-    engines, state = outside_temp / "engines", outside_temp / "state"
-    copy = engines / pi_prefix().name
-    shutil.copytree(pi_prefix(), copy, symlinks=True)
-    monkeypatch.setenv("WIZARD_STATE_DIR", str(state))
-    check_unchanged(copy)  # recorded, as `wizard engines install pi` does
+    engines, state, copy, project = _recorded_copy(outside_temp, monkeypatch)
     canary = outside_temp / "engine-code-ran"
-    entry = copy / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist" / "index.js"
-    entry.chmod(0o644)
-    # Code that runs the moment it is loaded (pi's own entry runs only once its whole module
-    # graph has loaded, a second later).
-    entry.write_text(
-        f'import {{ writeFileSync }} from "node:fs";\nwriteFileSync({str(canary)!r}, "ran");\n'
-    )
-    project = outside_temp / "project"
-    project.mkdir()
-    (project / "app.py").write_text("print('hi')\n")
+    _loaded_writes(copy / "node_modules/@mariozechner/pi-coding-agent/dist/index.js", canary)
     env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9",
                      WIZARD_ENGINES_DIR=str(engines), WIZARD_STATE_DIR=str(state))  # fmt: skip
     done = run_wizard("run", "transactional-email", "--project", str(project), "--ci", env=env)
@@ -80,8 +67,26 @@ def test_a_changed_engine_is_never_loaded_by_the_host_started_early(
     assert not canary.exists(), "the host loaded a changed engine"
 
 
+def _recorded_copy(
+    outside_temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, Path, Path]:
+    """A copy of the installed engine, recorded as `wizard engines install pi` records it, in
+    an engines folder and a state folder of its own; and a project: (engines folder, state
+    folder, the copy, the project)."""
+    engines, state = outside_temp / "engines", outside_temp / "state"
+    copy = engines / pi_prefix().name
+    shutil.copytree(pi_prefix(), copy, symlinks=True)
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(state))
+    check_unchanged(copy)
+    project = outside_temp / "project"
+    project.mkdir()
+    (project / "app.py").write_text("print('hi')\n")
+    return engines, state, copy, project
+
+
 def _loaded_writes(entry: Path, canary: Path) -> None:
-    """Rewrite `entry`, a module of the engine, to write `canary` the moment it is loaded."""
+    """Rewrite `entry`, a module of the engine, to write `canary` the moment it is loaded
+    (pi's own entry would run only once its whole module graph has loaded, a second later)."""
     entry.chmod(0o644)
     entry.write_text(
         f'import {{ writeFileSync }} from "node:fs";\nwriteFileSync({str(canary)!r}, "ran");\n'
@@ -100,15 +105,7 @@ def test_the_anthropic_harness_runs_no_changed_file_of_the_sandbox_runtime_it_ch
     run code on load fails the run, naming it, before any command; pi's own entry rewritten
     is not that run's concern: the run goes on, its commands in the sandbox, and pi's code
     never runs."""
-    engines, state = outside_temp / "engines", outside_temp / "state"
-    copy = engines / pi_prefix().name
-    shutil.copytree(pi_prefix(), copy, symlinks=True)
-    monkeypatch.setenv("WIZARD_STATE_DIR", str(state))
-    check_unchanged(copy)  # recorded, as `wizard engines install pi` does
-    project = outside_temp / "project"
-    project.mkdir()
-    (project / "app.py").write_text("print('hi')\n")
-
+    engines, state, copy, project = _recorded_copy(outside_temp, monkeypatch)
     pi_ran, runtime_ran = outside_temp / "pi-code-ran", outside_temp / "runtime-code-ran"
     _loaded_writes(copy / "node_modules/@mariozechner/pi-coding-agent/dist/index.js", pi_ran)
     scenario = {"responses": [reply(call("mcp__wizard__bash", command="touch out.txt")),

@@ -42,12 +42,9 @@ open("seen.txt", "w").write("\\n".join(seen))
 """
 
 
-@pytest.mark.parametrize("engine", ["pi", "anthropic"])
 def test_a_command_in_the_first_reply_runs_in_the_sandbox(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
-    if engine == "anthropic":
-        pytest.importorskip("claude_agent_sdk")
     w = outside_world
     project, marker = w.project, w.outside / "planted.txt"
     before = w.state()

@@ -75,12 +75,9 @@ def _run_script(engine: str, project: Path, script: str, abort: dict[str, Any], 
     return aborted_run(engine, project, scenario, tmp_path, gateway_process)
 
 
-@pytest.mark.parametrize("engine", ["pi", "anthropic"])
 def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
-    if engine == "anthropic":
-        pytest.importorskip("claude_agent_sdk")
     project = _app(outside_world.outside.parent)
     marker = outside_world.outside / "ran"
     script = APPEND.format(target=LEFTPAD, marker=str(marker))
@@ -99,12 +96,9 @@ def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("engine", ["pi", "anthropic"])
 def test_a_process_left_by_the_last_command_cannot_change_a_dependency_unseen(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
-    if engine == "anthropic":
-        pytest.importorskip("claude_agent_sdk")
     project = _app(outside_world.outside.parent)
     before = (project / LEFTPAD).read_text()
     marker = outside_world.outside / "ran"

@@ -67,12 +67,9 @@ def _git(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[s
     return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True)
 
 
-@pytest.mark.parametrize("engine", ["pi", "anthropic"])
 def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
-    if engine == "anthropic":
-        pytest.importorskip("claude_agent_sdk")
     w = outside_world
     project = w.project
     marker = w.outside / "ran"
