@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -30,7 +31,7 @@ from wizard.processes import descendants, is_running
 from wizard.runner.harness.pi.session import PiSession
 from wizard.testing.script import call, reply, text
 from wizard.tools.sandbox import build_policy
-from wizard.tools.shell import SandboxedShell, shell_tool
+from wizard.tools.shell import Ahead, SandboxedShell, shell_tool
 
 pytestmark = pytest.mark.live
 
@@ -50,8 +51,15 @@ await SandboxManager.initialize(spec.config);
 const cwd = process.cwd();
 const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...spec.env };
 const shell = { shell: "/bin/bash", args: ["-c"] };
+// `spec.around`: the sandbox's line run inside another ("{}" stands for it, quoted).
+const quote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
+const sandbox = !spec.around ? SandboxManager : {
+  wrapWithSandbox: async (command) =>
+    spec.around.replace("{}", quote(await SandboxManager.wrapWithSandbox(command))),
+  cleanupAfterCommand: () => SandboxManager.cleanupAfterCommand(),
+};
 const made = new ahead.SandboxAhead({
-  sandbox: SandboxManager, shell, prefix: spec.prefix, cwd,
+  sandbox, shell, prefix: spec.prefix, cwd,
   roots: ahead.watchedRoots(spec.config, cwd), env,
 });
 const say = (line) => process.stdout.write(JSON.stringify(line) + "\n");
@@ -76,6 +84,11 @@ for (const step of steps) {
   } else if (step.op === "discard") {
     made.discard();
     say({ op: "discard" });
+  } else if (step.op === "throw") {  // discard, and wait (10 s at most) until it is gone
+    const child = made.current.child;
+    const gone = await Promise.race([made.discard().then(() => true),
+                                     new Promise((resolve) => setTimeout(resolve, 10_000, false))]);
+    say({ op: "throw", gone, code: child.exitCode, signal: child.signalCode });
   } else if (step.op === "run") {
     const asked = { ...env, ...(step.env ?? {}) };
     const prepared = await made.take(step.dir ?? cwd, asked, step.command);
@@ -118,16 +131,20 @@ def project() -> Iterator[Path]:
 
 
 def drive(
-    project: Path, steps: list[dict[str, Any]], outside: Callable[[], None] | None = None
+    project: Path,
+    steps: list[dict[str, Any]],
+    outside: Callable[[], None] | None = None,
+    around: str = "",
 ) -> list[dict[str, Any]]:
     """Run `steps` in the driver; after a `prepare` step that says `wait`, `outside()` makes its
-    change (from outside, while the sandbox is ready) before the driver goes on."""
+    change (from outside, while the sandbox is ready) before the driver goes on. `around`
+    runs each sandbox made ahead inside another line ("{}" is the sandbox's)."""
     bundle = engine.installed_bundle()
     if bundle is None:
         pytest.skip("pi is not installed (wizard engines install pi)")
     policy = build_policy(project, project.parent / "tmp").reading(bundle.prefix)
     folder = project.parent
-    (folder / "spec.json").write_text(json.dumps(policy.host_spec()))
+    (folder / "spec.json").write_text(json.dumps({**policy.host_spec(), "around": around}))
     (folder / "steps.json").write_text(json.dumps(steps))
     (folder / "driver.mjs").write_text(DRIVER)
     process = subprocess.Popen(
@@ -220,6 +237,38 @@ def test_no_process_outlives_its_command_or_a_sandbox_never_taken(project: Path)
     assert not is_running(unused)
     found = subprocess.run(["pgrep", "-f", "sleep (3141|30)$"], capture_output=True, text=True)
     assert found.stdout.strip() == ""
+
+
+def test_a_sandbox_thrown_away_ends_by_itself_not_by_a_kill(project: Path) -> None:
+    """Thrown away, a sandbox made ahead is told to end (its socket closes, and its stub exits
+    125), never killed: a kill that lands while bubblewrap is setting up can leave its init
+    running outside the group for good, with the runtime's network relays."""
+    lines = drive(project, [{"op": "prepare"}, {"op": "throw"}])
+    assert lines[1] == {"op": "throw", "gone": True, "code": 125, "signal": None}
+
+
+def test_a_sandbox_thrown_away_that_runs_outside_its_group_is_gone_all_the_same(
+    project: Path,
+) -> None:
+    """What that kill leaves, made on purpose: the sandbox in a session of its own, out of
+    the reach of a kill of the group, holding the output pipes. Killing the group only, the
+    host waited for those pipes for ever: pi's next file tool never started, and the run
+    ended 150 s later as an engine that hung (a full CI run)."""
+    steps = [{"op": "prepare"}, {"op": "throw"}]
+    try:
+        lines = drive(project, steps, around="setsid -f bash -c {}';true'")
+        assert lines[1]["gone"] is True, lines
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", str(project)], check=False)
+    left = subprocess.run(["pgrep", "-f", str(project)], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
+
+
+def test_a_sandbox_thrown_away_that_ignores_its_socket_is_killed(project: Path) -> None:
+    lines = drive(project, [{"op": "prepare"}, {"op": "throw"}],
+                  around="printf R >&3; exec 3>&-; exec sleep 2718 # {}")  # fmt: skip
+    assert lines[1] == {"op": "throw", "gone": True, "code": None, "signal": "SIGKILL"}
+    assert subprocess.run(["pgrep", "-f", "sleep 2718"], capture_output=True).returncode == 1
 
 
 RACY = r"""
@@ -370,6 +419,27 @@ async def test_the_anthropic_shell_s_sandbox_thrown_away_while_made_leaves_no_pl
         done = await bash.handler({"command": "cat .env; echo done"})
         assert SECRET not in done.text and "done" in done.text
     assert sorted(p.name for p in project.iterdir()) == before
+
+
+async def test_the_anthropic_shell_s_sandbox_thrown_away_ends_by_itself(project: Path) -> None:
+    """As pi's host: told to end (its socket closed), not killed; one that does not end
+    within the grace is killed."""
+    shell = _own_shell(project)
+    async with shell.wrapping(project) as started:
+        wrapper = started.wrapper
+        assert wrapper is not None
+        assert not (await shell_tool(project, started).handler({"command": "true"})).is_error
+        assert wrapper._next is not None
+        ahead = await wrapper._next
+        await wrapper.discard()
+        assert ahead.process.returncode == 125
+        ours, theirs = socket.socketpair()
+        stuck = await asyncio.create_subprocess_exec(
+            "sleep", "2718", pass_fds=(theirs.fileno(),), start_new_session=True
+        )
+        theirs.close()
+        await wrapper._drop(Ahead(stuck, ours, project, {}))
+        assert stuck.returncode == -signal.SIGKILL
 
 
 def _own_shell(project: Path) -> SandboxedShell:

@@ -45,6 +45,8 @@ const RACY_NS = 50_000_000n;
 // On a file system that keeps whole seconds only, a second and then some.
 const RACY_COARSE_NS = 2_500_000_000n;
 const GLOB = /[*?[\]{}]/;
+// A sandbox thrown away that has not gone this long after its socket closed is killed.
+const STUCK_MS = 3_000;
 
 /** Every process group still held by a prepared sandbox, killed if the host exits first. */
 const live = new Set();
@@ -230,8 +232,17 @@ export class SandboxAhead {
     this.generation++;
     // A wrap still in progress is given back by `_make` when it sees the generation moved.
     if (current.child === null) return wrapping ? current.ready : Promise.resolve();
-    killGroup(current.child.pid);
-    return current.gone.then(() => this.sandbox.cleanupAfterCommand());
+    // Closing the socket ends it: the stub reads the end (or cannot say "ready") and exits,
+    // and the sandbox winds down as after any command. Not a kill: bubblewrap's init takes a
+    // session of its own before it asks to die with its parent, and a kill in between leaves
+    // it, and the runtime's network relays with it, running outside the group for good
+    // (holding the output pipes, so this never resolved). Killed only if it is stuck.
+    current.child.stdio[3].destroy();
+    const stuck = setTimeout(() => killGroup(current.child.pid), STUCK_MS);
+    return current.gone.then(() => {
+      clearTimeout(stuck);
+      this.sandbox.cleanupAfterCommand();
+    });
   }
 
   /**

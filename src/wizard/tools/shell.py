@@ -269,10 +269,15 @@ class SandboxWrapper:
             await self.discard()
 
     async def _drop(self, ahead: Ahead) -> None:
+        # Its socket closed, the stub exits and the sandbox winds down as after a command; a
+        # kill could leave bubblewrap's init running outside the group (`sandbox_ahead.mjs`).
         ahead.control.close()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(ahead.process.pid, signal.SIGKILL)
-        await ahead.process.wait()
+        try:
+            await asyncio.wait_for(ahead.process.wait(), STOP_GRACE_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(ahead.process.pid, signal.SIGKILL)
+            await ahead.process.wait()
         await self.cleanup()
 
     async def _ask(self, request: dict[str, str]) -> dict[str, Any]:
