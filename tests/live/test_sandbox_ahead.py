@@ -330,13 +330,15 @@ async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(
     below: list[int] = []
     thinking = {"responses": [reply(call("bash", command="true")),
                               reply(text("Thinking."), latency_ms=20_000)]}  # fmt: skip
-    run = await run_live(project, thinking, on_start=kill_while_ready)
+    try:
+        run = await run_live(project, thinking, on_start=kill_while_ready)
+    finally:
+        for pid in below:  # as `wizard`, a subreaper, ends its orphans at exit
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert seen == [True], "the sandbox made ahead never stood in the project"
     assert not run.result.ok
     assert sorted(p.name for p in project.iterdir()) == ["app.js"]
-    for pid in below:  # as `wizard`, a subreaper, ends its orphans at exit
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_folder_a_command_renamed_keeps_its_env_hidden_from_the_next(project: Path) -> None:

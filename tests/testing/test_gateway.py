@@ -303,6 +303,23 @@ async def test_slow_tail_sees_the_client_leave() -> None:
     assert record.bytes_sent < 20_000
 
 
+async def test_a_client_that_leaves_while_the_model_thinks_is_seen_leaving() -> None:
+    """A request cancelled during its response's latency (an engine killed while the model
+    thinks) is settled at once, not when the latency is over."""
+    scenario = {"responses": [{"blocks": [{"text": "Late."}], "latency_ms": 60_000}]}
+    async with ScriptedGateway(scenario) as gw:
+        asking = asyncio.ensure_future(
+            _anthropic(gw).messages.create(model="m", max_tokens=10, messages=_user("x"))
+        )
+        while not gw.requests:
+            await asyncio.sleep(0.01)
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        assert await gw.settled(timeout=2)
+    assert gw.requests[0].client_disconnected
+
+
 def test_malformed_scenario_is_a_config_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"responses": [{"nonsense": 1}]}))

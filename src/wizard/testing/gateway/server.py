@@ -236,8 +236,10 @@ class ScriptedGateway:
         except (ConnectionError, BadRequest, asyncio.CancelledError):
             pass
         finally:
-            self._connections.discard(task)
-            await connection.close()
+            try:
+                await connection.close()
+            finally:  # until closed, `stop` cancels and waits for it
+                self._connections.discard(task)
 
     async def _serve_request(self, connection: HttpConnection, request: Request) -> bool:
         """Serve one request; return whether the connection stays usable."""
@@ -302,8 +304,9 @@ class ScriptedGateway:
             return True
         blocks_response = self._as_blocks(response)
         record.served = "refusal" if isinstance(response, RefusalResponse) else "blocks"
-        if blocks_response.latency_ms:
-            await asyncio.sleep(blocks_response.latency_ms / 1000)
+        if blocks_response.latency_ms and not await _thought(connection, blocks_response):
+            record.client_disconnected = True
+            return False
         if record.stream:
             return await self._stream(connection, endpoint, body, record, blocks_response)
         input_tokens = max(1, len(json.dumps(body)) // 4)
@@ -408,3 +411,15 @@ class ScriptedGateway:
     ) -> None:
         headers = [("content-type", "application/json"), *(extra_headers or {}).items()]
         await connection.respond(status, headers, json.dumps(payload).encode())
+
+
+async def _thought(connection: HttpConnection, response: BlocksResponse) -> bool:
+    """Wait out the response's latency, as a model thinks; False once the client has hung up
+    meanwhile (a real server sees that, and so does `settled`)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + response.latency_ms / 1000
+    while (left := deadline - loop.time()) > 0:
+        if connection.client_gone:
+            return False
+        await asyncio.sleep(min(left, 0.05))
+    return True
