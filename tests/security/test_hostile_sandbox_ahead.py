@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,37 @@ def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
                               env={**os.environ, "HOME": str(w.home)}, check=False)  # fmt: skip
         assert test.returncode == 0, test.stdout + test.stderr
     assert not marker.exists()
+
+
+def test_a_model_that_answers_at_once_throws_every_sandbox_away_while_it_is_made(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    """Each command is followed at once by a file tool, which throws away the next command's
+    sandbox while the runtime is still making it (the model answers in no time). A sandbox
+    killed mid-making could leave bubblewrap's init and the runtime's relays running outside
+    its group, holding pi's pipes: the file tool never started, and the run ended 150 s
+    later as a hung engine. Every one is gone before the file tool runs; the run ends as the
+    agent ends it, soon, with every file written, no placeholder standing and no process
+    left; the user's undo takes it all back."""
+    w = outside_world
+    project = w.project
+    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    steps = []
+    for number in range(10):
+        steps.append(reply(call(tool.format("bash"), command=f"touch c{number}.txt")))
+        steps.append(reply(call(tool.format("write"), path=f"w{number}.txt", content="w\n")))
+    scenario = {"responses": [*steps, said("[ABORT] the agent stops here")]}
+    started = time.monotonic()
+    _, out, env = aborted_run(engine, project, scenario, tmp_path, gateway_process)
+    assert time.monotonic() - started < 100  # the engine watchdog's 150 s never came
+    made = {p.name for p in project.iterdir()}
+    assert {f"{k}{n}.txt" for k in "cw" for n in range(10)} <= made
+    assert not made & {".npmrc", ".gitconfig", ".bashrc", ".profile", ".vscode", ".idea"}
+    (log,) = (tmp_path / "logs").glob("*.jsonl")
+    assert "left by the run" not in log.read_text()
+
+    run_id = json.loads(out.read_text())["run_id"]
+    undo = run_wizard("undo", run_id, "--project", str(project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert _git(project, w.home, "status", "--porcelain").stdout == status_before
