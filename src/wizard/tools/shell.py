@@ -272,12 +272,7 @@ class SandboxWrapper:
         # Its socket closed, the stub exits and the sandbox winds down as after a command; a
         # kill could leave bubblewrap's init running outside the group (`sandbox_ahead.mjs`).
         ahead.control.close()
-        try:
-            await asyncio.wait_for(ahead.process.wait(), STOP_GRACE_S)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(ahead.process.pid, signal.SIGKILL)
-            await ahead.process.wait()
+        await _ended(ahead.process)
         await self.cleanup()
 
     async def _ask(self, request: dict[str, str]) -> dict[str, Any]:
@@ -322,12 +317,7 @@ class SandboxWrapper:
         process = self.process
         if process.stdin is not None:
             process.stdin.close()
-        try:
-            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
+        await _ended(process)
         for task in (self._ready, self._reading):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):
@@ -449,6 +439,16 @@ async def _collect(process: asyncio.subprocess.Process, timeout: float) -> tuple
             await _stop_group(process)
     cut = f"[{dropped:,} bytes of output before this were not kept]\n" if dropped else ""
     return process.returncode, cut + tail.decode(errors="replace")
+
+
+async def _ended(process: asyncio.subprocess.Process) -> None:
+    """Give a process told to end `STOP_GRACE_S` to do so, then kill its group."""
+    try:
+        await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
 
 
 async def _stop_group(process: asyncio.subprocess.Process) -> None:
