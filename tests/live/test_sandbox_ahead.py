@@ -47,7 +47,11 @@ const spec = JSON.parse(readFileSync(specFile, "utf8"));
 const steps = JSON.parse(readFileSync(stepsFile, "utf8"));
 const { SandboxManager } = await import(pathToFileURL(runtime).href);
 const ahead = await import(pathToFileURL(module).href);
-await SandboxManager.initialize(spec.config);
+// As pi's host: the seccomp helper through wizard's launcher (`spec.keeps` false: as where the
+// runtime starts none, one sandbox per command).
+const config = spec.keeps ? await ahead.keepingConfig(spec.config, spec.private, runtime)
+  : spec.config;
+await SandboxManager.initialize(config);
 const cwd = process.cwd();
 const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...spec.env };
 const shell = { shell: "/bin/bash", args: ["-c"] };
@@ -79,7 +83,7 @@ for (const step of steps) {
   if (step.op === "prepare") {
     made.prepare();
     await made.current.ready;
-    say({ op: "prepare", pid: made.current.child?.pid ?? null });
+    say({ op: "prepare", pid: made.current.child?.pid ?? null, keeps: made.current.keeps });
     if (step.wait) await new Promise((resolve) => process.stdin.once("data", resolve));
   } else if (step.op === "discard") {
     made.discard();
@@ -106,12 +110,13 @@ for (const step of steps) {
     } else {
       result = await fresh(step.command).catch((err) => ({ error: err.code ?? err.message }));
     }
-    SandboxManager.cleanupAfterCommand();
+    if (!prepared) SandboxManager.cleanupAfterCommand();  // else the sandbox's own, when it goes
     say({ op: "run", prepared: Boolean(prepared), ...result });
   }
 }
 made.discard();
 await SandboxManager.reset();
+await new Promise((resolve) => process.stdout.write("", resolve));  // all said, then exit
 process.exit(0);  // stdin, open for the waits, would keep Node up
 """
 
@@ -135,16 +140,22 @@ def drive(
     steps: list[dict[str, Any]],
     outside: Callable[[], None] | None = None,
     around: str = "",
+    keeps: bool = True,
 ) -> list[dict[str, Any]]:
     """Run `steps` in the driver; after a `prepare` step that says `wait`, `outside()` makes its
     change (from outside, while the sandbox is ready) before the driver goes on. `around`
-    runs each sandbox made ahead inside another line ("{}" is the sandbox's)."""
+    runs each sandbox made ahead inside another line ("{}" is the sandbox's); `keeps` false
+    runs the runtime without wizard's launcher (one sandbox per command, as off Linux)."""
     bundle = engine.installed_bundle()
     if bundle is None:
         pytest.skip("pi is not installed (wizard engines install pi)")
     policy = build_policy(project, project.parent / "tmp").reading(bundle.prefix)
     folder = project.parent
-    (folder / "spec.json").write_text(json.dumps({**policy.host_spec(), "around": around}))
+    (folder / "private").mkdir(exist_ok=True)  # closed to commands, as pi's agent folder
+    policy = policy.denying(folder / "private")
+    spec = {**policy.host_spec(), "around": around, "keeps": keeps,
+            "private": str(folder / "private")}  # fmt: skip
+    (folder / "spec.json").write_text(json.dumps(spec))
     (folder / "steps.json").write_text(json.dumps(steps))
     (folder / "driver.mjs").write_text(DRIVER)
     process = subprocess.Popen(
@@ -178,6 +189,67 @@ def test_a_prepared_sandbox_runs_the_command_as_a_fresh_one_would(project: Path)
     assert second["prepared"] and second["exitCode"] == 0
     assert second["out"] == f"{project}\n"
     assert (project / "made.txt").read_text() == "hi\n"
+
+
+def test_a_kept_sandbox_runs_command_after_command_each_as_a_fresh_one_would(
+    project: Path,
+) -> None:
+    """Nothing changes on disk, so one sandbox runs every command (wizard's launcher hands
+    each to the runtime's seccomp helper): each gets its own exit code and all of its output,
+    errors included, however large and however it ends; whatever a command leaves running
+    is gone before the next, and the `.env` stays hidden."""
+    token_like = "0123456789abcdef" * 2 + "0"
+    lines = drive(project, [
+        {"op": "prepare"},
+        {"op": "run", "command": "setsid sleep 2719 & (while :; do echo spam; sleep 0.01; done) &"
+                                 " echo first; echo oops >&2; exit 5"},
+        {"op": "prepare"},
+        {"op": "run", "command": "sleep 0.2; cat .env; pgrep -f 'slee[p] 2719' || echo none"},
+        {"op": "prepare"},
+        {"op": "run", "command": f"head -c 300000 /dev/zero | tr '\\0' a; echo {token_like}"},
+        {"op": "prepare"},
+        {"op": "run", "command": "printf 'no newline at the end'"},
+    ])  # fmt: skip
+    prepares = [line for line in lines if line["op"] == "prepare"]
+    runs = [line for line in lines if line["op"] == "run"]
+    assert all(line["keeps"] for line in prepares)
+    assert len({line["pid"] for line in prepares}) == 1  # one sandbox for them all
+    assert all(run["prepared"] for run in runs)
+    assert runs[0]["exitCode"] == 5 and "first\n" in runs[0]["out"] and "oops" in runs[0]["out"]
+    assert runs[1]["exitCode"] == 0 and runs[1]["out"].endswith("none\n")
+    assert "spam" not in runs[1]["out"] and SECRET not in runs[1]["out"]
+    assert runs[2]["out"] == "a" * 300000 + token_like + "\n"
+    assert runs[3] == {"op": "run", "prepared": True, "exitCode": 0, "out": "no newline at the end"}
+    assert subprocess.run(["pgrep", "-f", "slee[p] 2719"], capture_output=True).returncode == 1
+
+
+def test_a_kept_sandbox_goes_once_a_command_made_a_name(project: Path) -> None:
+    """A command that makes a name (here a `.env` below) has changed what the sandbox was made
+    from: the next command gets a new one, which hides the new file."""
+    lines = drive(project, [
+        {"op": "prepare"},
+        {"op": "run", "command": f"mkdir -p deep && echo KEY={SECRET} > deep/.env.local"},
+        {"op": "prepare"},
+        {"op": "run", "command": "cat deep/.env.local; echo done"},
+    ])  # fmt: skip
+    assert lines[0]["pid"] != lines[2]["pid"]
+    assert lines[3]["prepared"] and "done" in lines[3]["out"]
+    assert SECRET not in lines[3]["out"]
+
+
+def test_without_the_launcher_a_sandbox_runs_one_command(project: Path) -> None:
+    """Where the runtime starts no seccomp helper (off Linux), the stub runs one command and
+    the sandbox ends with it: the next command gets another."""
+    lines = drive(project, [
+        {"op": "prepare"},
+        {"op": "run", "command": "echo one; exit 3"},
+        {"op": "prepare"},
+        {"op": "run", "command": "echo two"},
+    ], keeps=False)  # fmt: skip
+    assert [lines[0]["keeps"], lines[2]["keeps"]] == [False, False]
+    assert lines[0]["pid"] != lines[2]["pid"]
+    assert lines[1] == {"op": "run", "prepared": True, "exitCode": 3, "out": "one\n"}
+    assert lines[3] == {"op": "run", "prepared": True, "exitCode": 0, "out": "two\n"}
 
 
 def test_a_name_made_or_replaced_outside_after_the_sandbox_was_made_throws_it_away(
@@ -390,6 +462,35 @@ async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
         assert SECRET not in third.text and "done" in third.text
         stopped = await bash.handler({"command": "sleep 30", "timeout": 1})
         assert stopped.is_error and "timed out" in stopped.text
+    assert sorted(p.name for p in project.iterdir()) == [".env", "app.js", "config", "made.txt"]
+
+
+async def test_the_anthropic_shell_keeps_its_sandbox_while_nothing_it_was_made_from_changed(
+    project: Path,
+) -> None:
+    """wizard's own `bash` keeps the sandbox made ahead for command after command until one
+    makes a name; that one ends by itself (its socket closed) and the next is made. What a
+    command left running is gone when it ends, while the sandbox stays."""
+    shell = _own_shell(project)
+    async with shell.wrapping(project) as started:
+        wrapper = started.wrapper
+        assert wrapper is not None
+        bash = shell_tool(project, started)
+
+        async def run(command: str) -> tuple[str, Ahead]:
+            done = await bash.handler({"command": command})
+            assert wrapper._next is not None
+            return done.text, await wrapper._next
+
+        _, ahead = await run("true")
+        assert ahead.keeps
+        text, kept = await run("setsid sleep 2720 & echo bg; exit 4")
+        assert kept is ahead and ahead.process.returncode is None and "exit code 4" in text
+        assert subprocess.run(["pgrep", "-f", "slee[p] 2720"], capture_output=True).returncode == 1
+        text, kept = await run("cat .env; echo second")
+        assert kept is ahead and SECRET not in text and "second" in text
+        _, made = await run("touch made.txt")
+        assert made is not ahead and ahead.process.returncode == 125
     assert sorted(p.name for p in project.iterdir()) == [".env", "app.js", "config", "made.txt"]
 
 

@@ -154,3 +154,88 @@ def test_a_model_that_answers_at_once_throws_every_sandbox_away_while_it_is_made
     undo = run_wizard("undo", run_id, "--project", str(project), env=env)
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert _git(project, w.home, "status", "--porcelain").stdout == status_before
+
+
+# What the two scripts below look for in the sandbox's `/proc`.
+FIND = """import os
+def processes():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            yield int(pid), open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+        except OSError:
+            pass
+def launchers():  # bash -p LAUNCHER SHELL -c STUB; each with its start time: which one
+    return [(pid, open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[19])
+            for pid, argv in processes()
+            if argv[2:3] and argv[2].endswith(b"/seccomp/launcher")]
+"""
+# Run in the sandbox kept for the agent's commands: reach the launcher that hands them over
+# (outside the filter), speak on its socket, and leave a process to write after the command.
+ATTACK = (
+    FIND
+    + """import subprocess
+out = []
+def step(name, act):
+    try:
+        out.append(f"{name}: LEAKED {act()!r:.60}")
+    except OSError as exc:
+        out.append(f"{name}: blocked {type(exc).__name__}")
+for pid, _ in launchers():
+    step("mem", lambda: open(f"/proc/{pid}/mem", "rb"))
+    step("environ", lambda: open(f"/proc/{pid}/environ", "rb").read())
+    step("socket", lambda: open(f"/proc/{pid}/fd/3", "wb"))
+    step("stdin", lambda: open(f"/proc/{pid}/fd/0", "rb"))
+    step("root", lambda: os.listdir(f"/proc/{pid}/root"))
+step("control", lambda: os.write(3, b"/\\0touch planted\\0x\\0"))
+subprocess.Popen(["python3", "-c", "import time; time.sleep(1.5); "
+                  "open('report-2.txt', 'a').write('LINGER')"], start_new_session=True)
+open("report-1.txt", "w").write("\\n".join([f"launcher={launchers()}", *out]))
+"""
+)
+CHECK = (
+    FIND
+    + """lingering = [pid for pid, argv in processes() if b"LINGER" in b" ".join(argv)]
+open("report-2.txt", "a").write(f"launcher={launchers()}\\nlingering={lingering}\\n")
+"""
+)
+
+
+def test_a_command_in_the_kept_sandbox_cannot_reach_the_next(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    """The sandbox is kept for the next command when nothing it was made from has changed,
+    and a launcher of wizard's hands it each command from outside the seccomp filter. A
+    command looks for that launcher in `/proc` and tries its memory, environment, files and
+    root, writes to the socket the commands come on, and leaves a process behind to write
+    after it. Nothing of the launcher can be opened, the socket is not the command's, the
+    process is gone with its command, and the next command runs in the same sandbox (the
+    same launcher) with nothing planted."""
+    w = outside_world
+    project = w.project
+    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    bash, write = tool.format("bash"), tool.format("write")
+    files = {"attack.py": ATTACK, "check.py": CHECK, "report-1.txt": "", "report-2.txt": ""}
+    scenario = {
+        "responses": [
+            *(reply(call(write, path=name, content=text)) for name, text in files.items()),
+            reply(call(bash, command="true")),  # the sandbox for the next is made after it
+            reply(call(bash, command="python3 attack.py")),  # changes what files hold, no name
+            reply(call(bash, command="python3 check.py"), latency_ms=2500),  # kept for this
+            said("[ABORT] the agent stops here"),
+        ]
+    }
+    _, out, env = aborted_run(engine, project, scenario, tmp_path, gateway_process)
+    first = (project / "report-1.txt").read_text().splitlines()
+    second = (project / "report-2.txt").read_text()
+    assert first[0].startswith("launcher=[") and first[0] != "launcher=[]", first
+    assert len(first) == 7 and all(": blocked " in line for line in first[1:]), first
+    assert f"{first[0]}\nlingering=[]\n" == second  # the same launcher; nothing written
+    assert not (project / "planted").exists()
+    (log,) = (tmp_path / "logs").glob("*.jsonl")
+    assert "left by the run" not in log.read_text()
+
+    run_id = json.loads(out.read_text())["run_id"]
+    undo = run_wizard("undo", run_id, "--project", str(project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert _git(project, w.home, "status", "--porcelain").stdout == status_before

@@ -1,37 +1,53 @@
-// One sandbox kept ready for the agent's next command.
+// One sandbox kept for the agent's commands, one after another, while it fits.
 //
-// Each command the agent runs gets a sandbox of its own, made by the sandbox runtime from the
-// run's policy: its own namespaces, mounts, network relays and seccomp filter, all gone when
-// the command ends. Making one costs far more than the command usually does (the runtime
-// walks the project for the names it must hide, then bubblewrap, two relays and the filter
-// start), and none of it depends on the command's text. So as soon as a tool call ends, the
-// next command's sandbox is made, around a stub that waits for the command on a socket, while
-// the model decides what to do next. The command then only has to be handed over.
+// Each command the agent runs is run by the sandbox runtime from the run's policy: in
+// bubblewrap's namespaces and mounts, behind the runtime's network relays, under its seccomp
+// filter. Making a sandbox costs far more than most commands (the runtime walks the project
+// for the names it must hide, then bubblewrap, two relays and the filter's helper start), and
+// none of it depends on the command's text. So a sandbox is made ahead, around a stub that
+// waits for a command on a socket, while the model decides what to do next, and is kept for
+// the commands after it as long as what it was made from has not changed.
+//
+// On Linux the runtime's seccomp helper (`apply-seccomp`) is what puts each command in its
+// own process and mount namespaces under the filter, and kills whatever the command left when
+// it ends. wizard has the runtime start the helper through a launcher of its own
+// (`keepingConfig`): for every command the runtime wraps, it runs the helper exactly as the
+// runtime would; for the stub, it runs the helper once per command it is handed, from outside
+// the filter, where no command can see or trace it (a command runs as root of a user
+// namespace of its own, nested below the launcher's). So each command still gets a fresh
+// filter, namespaces and limits, and nothing it starts outlives it; only bubblewrap's
+// mounts and the relays are shared. Elsewhere (no helper) the stub runs one command and the
+// sandbox ends with it.
 //
 // What a command may reach stays exactly what a sandbox made at its start would allow:
 //
-// - a prepared sandbox is taken by one command, never reused; one that is not taken is killed;
-// - it is made after the previous tool call ended (tool calls run one at a time), so whatever
-//   wizard's tools or the previous command did is in it;
-// - what others change meanwhile is caught at hand-over: the runtime's mounts depend on which
-//   names exist (`.env` files at any depth, dangerous files, top-level folders), never on
-//   what a file holds, and a name that appears, goes or is replaced changes its folder's
-//   mtime. The folders the runtime looks into are noted once the sandbox is ready; if any
-//   differs at hand-over, the sandbox is thrown away and the command gets a fresh one. A
-//   folder changed so recently that a later change could share its timestamp is compared by
-//   its listing instead (git's "racily clean" rule);
-// - the command starts exactly as before: after the filter, from the same shell (`$BASH`, the
-//   path the runtime resolved), with stdin closed, in its folder, with the environment it
-//   asked for (a sandbox prepared for another environment or folder is not used).
+// - a sandbox is made after the previous tool call ended (tool calls run one at a time), so
+//   whatever wizard's tools or the previous command did is in it; another tool's call throws
+//   it away first;
+// - what changes meanwhile, the kept sandbox's own commands included, is caught before each
+//   command: the runtime's mounts depend on which names exist (`.env` files at any depth,
+//   dangerous files, top-level folders), never on what a file holds, and a name that
+//   appears, goes or is replaced changes its folder's mtime. The folders the runtime looks
+//   into are noted once the sandbox is ready; if any differs, the sandbox is thrown away and
+//   the command gets a fresh one. A folder changed so recently that a later change could
+//   share its timestamp is compared by its listing instead (git's "racily clean" rule);
+// - the command starts exactly as before: after the filter, from the same shell (the path
+//   the runtime resolved), with stdin closed, in its folder, with the environment it asked
+//   for (a sandbox prepared for another environment or folder is not used); its errors come
+//   with its output, as wizard's own shell has always read them;
+// - its end is told by a line only the host can write (a random token it sends with the
+//   command, then the exit code): a command cannot end itself early or speak for the next.
 import { spawn } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 
-// Run by the runtime's shell inside the sandbox, after its filter: say "ready" on fd 3 (a
-// socket), take a folder and a command from it, NUL-terminated, close it and become the
-// command. fd 3, not stdin: a shell whose stdin is a socket (as Node's pipes are) takes
-// itself for one started by ssh and reads the user's ~/.bashrc, and the line outside the
-// sandbox must not.
+// Run by the runtime's shell inside the sandbox, after its filter, where no launcher of
+// wizard's runs it (see the top): say "ready" on fd 3 (a socket), take a folder, a command and
+// the token of its end from it, NUL-terminated, close it and become the command. fd 3, not
+// stdin: a shell whose stdin is a socket (as Node's pipes are) takes itself for one started
+// by ssh and reads the user's ~/.bashrc, and the line outside the sandbox must not.
 export const STUB = [
   "printf R >&3",
   "IFS= read -r -d '' wizard_dir <&3 || exit 125",
@@ -40,6 +56,57 @@ export const STUB = [
   'cd -- "$wizard_dir" || exit 126',
   'exec "$BASH" -c "$wizard_command" </dev/null',
 ].join("\n");
+const quote = (text) => `'${text.replaceAll("'", "'\\''")}'`;
+
+/**
+ * wizard's launcher of the runtime's seccomp `helper`, which the runtime starts as
+ * `launcher SHELL -c COMMAND` after its relays, before the filter. For the stub, it says it
+ * keeps ("K") and runs the helper on each folder and command it is handed, their output and
+ * errors together, then the command's end token and exit code; for any other command, it is
+ * the helper. `-p`: no start-up file or function from the environment runs here.
+ */
+function launcher(helper) {
+  return [
+    "#!/bin/bash -p",
+    `helper=${quote(helper)}`,
+    `if [[ $# -eq 3 && $3 == ${quote(STUB)} ]]; then`,
+    "  printf K >&3 || exit 125",
+    "  while IFS= read -r -d '' dir <&3 && IFS= read -r -d '' command <&3 &&",
+    "      IFS= read -r -d '' end <&3; do",
+    '    (cd -- "$dir" || exit 126; exec "$helper" "$1" "$2" "$command") </dev/null 2>&1 3>&-',
+    `    printf '%s%d\\n' "$end" "$?"`,
+    "  done",
+    "  exit 125",
+    "fi",
+    'exec "$helper" "$@"',
+    "",
+  ].join("\n");
+}
+
+/**
+ * The runtime's `config` (its settings) with its seccomp helper started through wizard's
+ * launcher, written into a folder of its own in `folder` (one commands may not open: the
+ * launcher alone is opened to reading), so that a sandbox made ahead is kept for the commands
+ * after it; `entry` is the runtime's. `config` as it is where the runtime starts no helper
+ * (not on Linux, Unix sockets allowed, none found) or is told which.
+ */
+export async function keepingConfig(config, folder, entry) {
+  if (process.platform !== "linux" || config.seccomp || config.network?.allowAllUnixSockets) {
+    return config;
+  }
+  const filter = path.join(path.dirname(entry), "sandbox", "generate-seccomp-filter.js");
+  const { getApplySeccompBinaryPath } = await import(pathToFileURL(filter).href);
+  const helper = getApplySeccompBinaryPath();
+  if (!helper) return config;
+  const own = path.join(folder, "seccomp");
+  const file = path.join(own, "launcher");
+  fs.rmSync(own, { recursive: true, force: true });
+  fs.mkdirSync(own, { mode: 0o700 });
+  fs.writeFileSync(file, launcher(helper), { mode: 0o500, flag: "wx" });
+  const filesystem = config.filesystem ?? {};
+  const allowRead = [...(filesystem.allowRead ?? []), file];
+  return { ...config, seccomp: { applyPath: file }, filesystem: { ...filesystem, allowRead } };
+}
 // Timestamps closer than this to when a folder was noted may be shared by a later change.
 const RACY_NS = 50_000_000n;
 // On a file system that keeps whole seconds only, a second and then some.
@@ -164,20 +231,29 @@ export function unchanged(noted) {
 }
 
 /**
- * A sandbox made ahead for the next command. `sandbox` is the started runtime; `shell` runs
- * each sandboxed line (`{shell, args}`, as pi's own shell runs commands); `prefix` runs before
- * it, outside the sandbox (the command's limits); `roots` are the folders to watch; `env` is
- * the environment the first command is expected to ask for (each later one, the last's).
+ * The sandbox for the agent's next command, made ahead and kept while it fits. `sandbox` is
+ * the started runtime; `shell` runs each sandboxed line (`{shell, args}`, as pi's own shell
+ * runs commands); `prefix` runs before it, outside the sandbox (the command's limits); `roots`
+ * are the folders to watch; `env` is the environment the first command is expected to ask
+ * for (each later one, the last's).
  */
 export class SandboxAhead {
   constructor({ sandbox, shell, prefix, cwd, roots, env }) {
     Object.assign(this, { sandbox, shell, prefix, cwd, roots, env });
-    this.current = null; // the prepared sandbox: {child, env, ready (a promise), noted}
+    // The sandbox: {child, gone, env, ready (a promise), noted, failed, keeps, busy}.
+    this.current = null;
     this.generation = 0;
   }
 
-  /** Make the next command's sandbox (throwing away any made before). */
+  /**
+   * After a tool call: keep the sandbox for the next command if it can run one and all it
+   * saw is as it was; else make another (throwing away the one before).
+   */
   prepare() {
+    const kept = this.current;
+    if (kept?.keeps && !kept.busy && kept.child.exitCode === null && unchanged(kept.noted)) {
+      return;
+    }
     const settled = this.discard();
     const generation = ++this.generation;
     const current = { child: null, gone: null, env: this.env, noted: null, failed: false };
@@ -213,7 +289,7 @@ export class SandboxAhead {
     const control = child.stdio[3];
     control.on("error", () => {});
     await new Promise((resolve, reject) => {
-      control.once("data", resolve);
+      control.once("data", (said) => resolve((current.keeps = said[0] === 0x4b))); // "K"
       control.once("end", () => reject(new Error("the sandbox did not start")));
       current.gone.then(() => reject(new Error("the sandbox did not start")));
     });
@@ -221,9 +297,9 @@ export class SandboxAhead {
   }
 
   /**
-   * Throw away the prepared sandbox, if any; resolves once it is gone and the runtime has
-   * removed what it mounted for it (the empty placeholders it made in the project), and one
-   * still being wrapped has been given back, unless `wrapping` is false (the host leaving).
+   * Throw away the sandbox, if any; resolves once it is gone and the runtime has removed
+   * what it mounted for it (the empty placeholders it made in the project), and one still
+   * being wrapped has been given back, unless `wrapping` is false (the host leaving).
    */
   discard({ wrapping = true } = {}) {
     const current = this.current;
@@ -246,8 +322,9 @@ export class SandboxAhead {
   }
 
   /**
-   * The prepared sandbox, taken for one command in `dir` with `env`, if it is ready and all it
-   * saw is as it was; otherwise null (and it is thrown away): the caller wraps afresh.
+   * The sandbox, taken for one command in `dir` with `env`, if it is ready and all it saw is
+   * as it was; otherwise null (and it is thrown away): the caller wraps afresh. What it
+   * mounted is the runtime's to remove once it has gone, never after a command it is kept for.
    */
   async take(dir, env, command) {
     this.env = env;
@@ -257,6 +334,7 @@ export class SandboxAhead {
     const fits =
       this.current === current &&
       !current.failed &&
+      !current.busy &&
       current.child.exitCode === null &&
       dir === this.cwd &&
       !command.includes("\0") &&
@@ -266,36 +344,79 @@ export class SandboxAhead {
       if (this.current === current) await this.discard();
       return null;
     }
-    this.current = null; // taken: its clean-up is the command's
-    return new Prepared(current.child);
-  }
-}
-
-/** A prepared sandbox given one command: pi's local shell's `exec`, on a running process. */
-class Prepared {
-  constructor(child) {
-    this.child = child;
+    current.busy = true;
+    return { run: (...args) => this._run(current, ...args) };
   }
 
-  run(command, dir, { onData, signal, timeout }) {
-    const child = this.child;
+  /** pi's local shell's `exec`, for one command on the running sandbox `current`. */
+  _run(current, command, dir, { onData, signal, timeout }) {
+    const child = current.child;
+    const token = crypto.randomBytes(16).toString("hex");
     return new Promise((resolve, reject) => {
       let timedOut = false;
       const kill = () => killGroup(child.pid);
       const timer = timeout > 0 ? setTimeout(() => ((timedOut = true), kill()), timeout * 1000) : null;
-      child.stdout.on("data", onData);
-      child.stderr.on("data", onData);
       const onAbort = () => kill();
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener("abort", onAbort, { once: true });
-      child.once("close", (code) => {
-        if (timer) clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
+      const stdout = endOf(token, onData, (code) => {
+        stop();
+        current.busy = false;
+        resolve({ exitCode: code });
+      });
+      const closed = (code) => {
+        stop();
+        stdout.flush();
+        // Gone with its command (timed out, stopped, or a sandbox that runs one only).
+        if (this.current === current) {
+          this.current = null;
+          this.sandbox.cleanupAfterCommand();
+        }
         if (signal?.aborted) reject(new Error("aborted"));
         else if (timedOut) reject(new Error(`timeout:${timeout}`));
         else resolve({ exitCode: code });
-      });
-      child.stdio[3].end(`${dir}\0${command}\0`);
+      };
+      const stop = () => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        child.stdout.off("data", stdout.write);
+        child.stderr.off("data", onData);
+        child.off("close", closed);
+      };
+      child.stdout.on("data", stdout.write);
+      child.stderr.on("data", onData);
+      child.once("close", closed);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
+      child.stdio[3].write(`${dir}\0${command}\0${token}\0`);
     });
   }
+}
+
+/**
+ * A command's output as it comes, handed to `onData` up to the line that ends it: `token`,
+ * then its exit code, given to `ended`. What could be the start of that line is held back
+ * until the next chunk says it is not; `flush` hands over what is held.
+ */
+function endOf(token, onData, ended) {
+  const mark = Buffer.from(token);
+  let held = Buffer.alloc(0);
+  let at = -1; // where the token begins in `held`, once seen
+  return {
+    write(chunk) {
+      held = held.length ? Buffer.concat([held, chunk]) : chunk;
+      if (at < 0) {
+        at = held.indexOf(mark);
+        const keep = at < 0 ? Math.max(held.length - mark.length + 1, 0) : at;
+        if (keep > 0) onData(held.subarray(0, keep));
+        held = held.subarray(keep);
+        if (at < 0) return;
+        at = 0;
+      }
+      const line = held.indexOf(0x0a, mark.length);
+      if (line >= 0) ended(Number(held.subarray(mark.length, line).toString()));
+    },
+    flush() {
+      if (held.length && at < 0) onData(held);
+      held = Buffer.alloc(0);
+    },
+  };
 }

@@ -9,14 +9,16 @@
 //                                     runs `command` in the sandbox from the folder `cwd`
 //   {"id", "op": "cleanup"}          ->  {"id"}             after each wrapped command ends
 //
-// and, for the next command's sandbox made ahead (`sandbox_ahead.mjs`; wizard runs it and
-// hands it the command over a socket):
+// and, for the sandbox made ahead for the next command and kept for those after it while it
+// fits (`sandbox_ahead.mjs`; wizard runs it and hands it each command over a socket):
 //
 //   {"id", "op": "ahead", "cwd"}     ->  {"id", "wrapped"}   the line of a sandbox that waits
-//                                     for its command (its clean-up is a "cleanup" too)
+//                                     for its commands (its clean-up, once it has gone, is a
+//                                     "cleanup" too)
 //   {"id", "op": "note", "cwd"}      ->  {"id"}             once it is ready: the folders the
 //                                     runtime looks into, as they are now
-//   {"id", "op": "unchanged"}        ->  {"id", "unchanged"} whether they still are
+//   {"id", "op": "unchanged"}        ->  {"id", "unchanged"} whether they still are (asked
+//                                     before each command it is kept for)
 //
 // wizard runs the wrapped line itself (its own process group, limits and timeout), exactly as
 // the runtime's command line would have, without starting Node and the runtime per command.
@@ -26,7 +28,7 @@
 import path from "node:path";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
-import { STUB, noteFolders, unchanged, watchedRoots } from "./sandbox_ahead.mjs";
+import { STUB, keepingConfig, noteFolders, unchanged, watchedRoots } from "./sandbox_ahead.mjs";
 
 const [entry, settings] = process.argv.slice(2);
 const fail = (message) => {
@@ -39,7 +41,9 @@ const { loadConfig } = await import(
 );
 const loaded = loadConfig(settings);
 if (loaded.kind !== "ok") fail(`the settings ${settings} cannot be used (${loaded.kind})`);
-await SandboxManager.initialize(loaded.config);
+// Its seccomp helper started through wizard's launcher, beside the settings (closed to
+// commands), so that a sandbox made ahead is kept for the commands after it.
+await SandboxManager.initialize(await keepingConfig(loaded.config, path.dirname(settings), entry));
 
 const say = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -69,7 +73,6 @@ for await (const line of lines) {
       say({ id: request.id });
     } else if (request.op === "unchanged") {
       say({ id: request.id, unchanged: noted !== null && unchanged(noted) });
-      noted = null;
     } else if (request.op === "cleanup") {
       SandboxManager.cleanupAfterCommand();
       say({ id: request.id });

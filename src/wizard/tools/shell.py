@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import os
+import secrets
 import shlex
 import signal
 import socket
@@ -97,23 +98,32 @@ class SandboxedShell:
 
 @dataclass
 class Ahead:
-    """A sandbox made ahead: its process, waiting for its command on `control`."""
+    """A sandbox made ahead: its process, waiting for its commands on `control`; it `keeps`
+    when it can run more than one (`sandbox_ahead.mjs`), and is `open` between them."""
 
     process: asyncio.subprocess.Process
     control: socket.socket
     folder: Path
     env: dict[str, str]
+    keeps: bool = False
+    open: bool = False
 
     async def run(self, command: str, timeout: float) -> tuple[int | None, str]:
-        """Hand it `command`; as `run_command`."""
+        """Hand it `command`; as `run_command`. It is `open` after if it told the command's
+        end (by a token only wizard knows), else it has ended with the command."""
+        self.open = False
+        token = secrets.token_hex(16).encode()
         try:
-            line = f"{self.folder}\0{command}\0".encode(errors="surrogateescape")
+            line = f"{self.folder}\0{command}\0".encode(errors="surrogateescape") + token + b"\0"
             await asyncio.get_running_loop().sock_sendall(self.control, line)
         except OSError:
             pass  # it ended first: its exit code says so
         finally:
-            self.control.close()
-        return await _collect(self.process, timeout)
+            if not self.keeps:
+                self.control.close()
+        code, text = await _collect(self.process, timeout, token if self.keeps else None)
+        self.open = code is not None and self.process.returncode is None
+        return code, text
 
 
 def _inner(command: str, policy: SandboxPolicy) -> str:
@@ -192,10 +202,31 @@ class SandboxWrapper:
         """After a wrapped command: what the runtime mounted for it goes."""
         await self._ask({"op": "cleanup"})
 
-    def prepare(self, folder: Path, env: Mapping[str, str], cap_prefix: str) -> None:
-        """Make the next command's sandbox now, while the model thinks (`sandbox_ahead.mjs`):
-        a sandbox that waits for its command on a socket, and the folders it saw noted."""
-        self._next = asyncio.ensure_future(self._make(folder, dict(env), cap_prefix))
+    def prepare(
+        self, folder: Path, env: Mapping[str, str], cap_prefix: str, kept: Ahead | None = None
+    ) -> None:
+        """Have the next command's sandbox ready, while the model thinks (`sandbox_ahead.mjs`):
+        `kept` (the last command's, still open) if all it saw is as it was; else a new one
+        that waits for its command on a socket, the folders it saw noted."""
+        self._next = asyncio.ensure_future(self._keep_or_make(kept, folder, dict(env), cap_prefix))
+
+    async def _keep_or_make(
+        self, kept: Ahead | None, folder: Path, env: dict[str, str], cap_prefix: str
+    ) -> Ahead:
+        if kept is not None:
+            try:
+                fits = (await self._ask({"op": "unchanged"})).get("unchanged") is True
+            except BaseException:  # closing, or the runtime gone: it goes too
+                with contextlib.suppress(OSError):
+                    await self._drop(kept)
+                raise
+            if fits:
+                return kept
+            # Its placeholders go before the next is made (one removed from under a
+            # sandbox would unmask its name there).
+            await self._drop(kept)
+            remove_placeholders(self.folder, self.absent)
+        return await self._make(folder, env, cap_prefix)
 
     async def _make(self, folder: Path, env: dict[str, str], cap_prefix: str) -> Ahead:
         wrapped = str((await self._ask({"op": "ahead", "cwd": str(folder)}))["wrapped"])
@@ -220,8 +251,10 @@ class SandboxWrapper:
         ahead = Ahead(process, ours, folder, env)
         try:
             ours.setblocking(False)
-            if await asyncio.get_running_loop().sock_recv(ours, 1) != b"R":
+            said = await asyncio.get_running_loop().sock_recv(ours, 1)
+            if said not in (b"R", b"K"):  # ready for one command, or for one after another
                 raise OSError("the sandbox made ahead did not start")
+            ahead.keeps = said == b"K"
             await self._ask({"op": "note", "cwd": str(folder)})
         except BaseException:
             await self._drop(ahead)
@@ -391,12 +424,14 @@ async def run_command(
             argv = ["bash", "-c", sandbox.policy.cap_prefix + wrapped]
             return await _run_argv(argv, folder, timeout, env)
         finally:
-            await wrapper.cleanup()
+            kept = ahead if ahead is not None and ahead.open else None
+            if kept is None:  # the sandbox ended with the command
+                await wrapper.cleanup()
+                remove_placeholders(wrapper.folder, wrapper.absent)
             # Then the next command's sandbox, once the placeholders of this one went (one
             # removed from under a sandbox would unmask its name there), within the lock: no
             # other command's clean-up can come between its making and its noting.
-            remove_placeholders(wrapper.folder, wrapper.absent)
-            wrapper.prepare(folder, env, sandbox.policy.cap_prefix)
+            wrapper.prepare(folder, env, sandbox.policy.cap_prefix, kept)
 
 
 async def _run_argv(
@@ -414,31 +449,43 @@ async def _run_argv(
     return await _collect(process, timeout)
 
 
-async def _collect(process: asyncio.subprocess.Process, timeout: float) -> tuple[int | None, str]:
+async def _collect(
+    process: asyncio.subprocess.Process, timeout: float, end: bytes | None = None
+) -> tuple[int | None, str]:
     """A started command's exit code (None: it timed out, and was stopped) and the end of its
-    output."""
+    output: up to the line `end` and then the exit code begin, if it comes (a kept sandbox
+    says so after each command), else up to the end of it all."""
     tail = bytearray()
     dropped = 0
 
-    async def read() -> None:
+    async def read() -> int | None:
         nonlocal dropped
         assert process.stdout is not None
         while chunk := await process.stdout.read(65536):
+            # `end`, and the code after it, may have begun in the chunk before.
+            start = max(len(tail) - len(end or b"") - 8, 0)
             tail.extend(chunk)
-            if len(tail) > OUTPUT_BYTES:
+            if end is not None and (at := tail.find(end, start)) >= 0:
+                if (line := tail.find(b"\n", at)) >= 0:
+                    code = int(tail[at + len(end) : line])
+                    del tail[at:]
+                    return code
+            elif len(tail) > OUTPUT_BYTES:
                 dropped += len(tail) - OUTPUT_BYTES
                 del tail[: len(tail) - OUTPUT_BYTES]
-        await process.wait()
+        return await process.wait()
 
+    told = False
     try:
-        await asyncio.wait_for(read(), timeout)
+        code = await asyncio.wait_for(read(), timeout)
+        told = True
     except TimeoutError:
         return None, ""
     finally:  # timed out or cancelled: the command and all it started go
-        if process.returncode is None:
+        if not told and process.returncode is None:
             await _stop_group(process)
     cut = f"[{dropped:,} bytes of output before this were not kept]\n" if dropped else ""
-    return process.returncode, cut + tail.decode(errors="replace")
+    return code, cut + tail.decode(errors="replace")
 
 
 async def _ended(process: asyncio.subprocess.Process) -> None:

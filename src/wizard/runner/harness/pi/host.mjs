@@ -26,7 +26,7 @@ import diagnostics from "node:diagnostics_channel";
 import net from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { SandboxAhead, watchedRoots } from "../../../tools/sandbox_ahead.mjs";
+import { SandboxAhead, keepingConfig, watchedRoots } from "../../../tools/sandbox_ahead.mjs";
 
 const PREVIEW_CHARS = 300;
 let sandboxStarting = null; // the sandbox runtime, loading and starting (`sandboxStarted`)
@@ -312,9 +312,12 @@ function sequential(definition) {
 function sandboxStarted() {
   if (!launch.sandbox) return Promise.resolve(null);
   sandboxStarting ??= (async () => {
-    const { SandboxManager } = await import(pathToFileURL(process.env.WIZARD_SANDBOX_ENTRY).href);
+    const entry = process.env.WIZARD_SANDBOX_ENTRY;
+    const { SandboxManager } = await import(pathToFileURL(entry).href);
     if (leaving) return null;
-    await SandboxManager.initialize(launch.sandbox.config);
+    // Its seccomp helper started through wizard's launcher, in pi's folder (closed to
+    // commands), so that a sandbox is kept for the commands after the one it was made for.
+    await SandboxManager.initialize(await keepingConfig(launch.sandbox.config, launch.agentDir, entry));
     sandboxRuntime = SandboxManager;
     ahead = makeAhead?.(SandboxManager) ?? null;
     return SandboxManager;
@@ -324,7 +327,7 @@ function sandboxStarted() {
 diagnostics.subscribe("undici:request:bodySent", () => void sandboxStarted());
 
 /**
- * pi's own local shell, with each command in a sandbox of its own: the one made ahead for it
+ * pi's own local shell, with each command in the OS sandbox: the one made ahead and kept
  * (`sandbox_ahead.mjs`) when it is still good, else one the runtime wraps now. A command that
  * failed on a read-only folder gets the policy's note, which says why (a preview's copy).
  */
@@ -368,8 +371,9 @@ function sandboxedBash(pi, cwd) {
         if (limit) options.onData(Buffer.from(`\n${limit.note}\n`));
         return result;
       } finally {
-        // bubblewrap leaves empty files where it mounted over a missing denied name.
-        sandbox.cleanupAfterCommand();
+        // bubblewrap leaves empty files where it mounted over a missing denied name (those
+        // of a sandbox made ahead go when it does: `sandbox_ahead.mjs`).
+        if (!prepared) sandbox.cleanupAfterCommand();
       }
     },
   };
@@ -437,10 +441,10 @@ let lastAssistant = null;
 // The agent awaits its listeners: awaiting the write here is what paces pi to wizard's reading.
 session.agent.subscribe(async (event) => {
   if (event.type === "message_end" && event.message.role === "assistant") lastAssistant = event.message;
-  // Tool calls run one at a time: the next command's sandbox is made once a call has ended
-  // (not before the first: the session's start must not wait on it), and none is kept while
-  // another tool runs (what it changes must be in the next one, and
-  // it must not find the sandbox's placeholders in the project).
+  // Tool calls run one at a time: the next command's sandbox is kept or made once a call has
+  // ended (not before the first: the session's start must not wait on it), and none is kept
+  // while another tool runs (what it changes must be in the next one, and it must not find
+  // the sandbox's placeholders in the project).
   if (ahead && event.type === "tool_execution_start" && event.toolName !== "bash") {
     await ahead.discard();
   }
