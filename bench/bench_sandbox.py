@@ -5,9 +5,11 @@ Run: .venv/bin/python bench/bench_sandbox.py [--runs 20] [--json FILE]
 
 In one Node process, with the pinned sandbox runtime started once on a run's policy (as
 wizard's pi host does), each command runs `--runs` times through `bash -c` in turn: plain,
-in a sandbox wrapped for it then, and in the sandbox made ahead for it (`sandbox_ahead.mjs`,
-as the pi host runs commands: made while the model thinks, so only the hand-over, the check
-that nothing it saw changed and the command count). Commands: `true`, `ls`, `npm --version`.
+in a sandbox wrapped for it then, and in the sandbox made ahead for it and kept
+(`sandbox_ahead.mjs`, as the pi host runs commands: made while the model thinks, or kept from
+the command before, so only the check that nothing it saw changed, the hand-over and the
+command count; the runtime starts its seccomp helper through wizard's launcher, as in a run).
+Commands: `true`, `ls`, `npm --version`.
 Reported: the median and p90 wall time of each, and the ratio of the medians to plain. The
 project is a small folder with a `node_modules` of 2,000 files, since the runtime scans the
 project for `.env*` files at every wrap and the hand-over looks at every folder.
@@ -32,12 +34,12 @@ AHEAD = Path(__file__).parents[1] / "src" / "wizard" / "tools" / "sandbox_ahead.
 DRIVER = r"""
 import { pathToFileURL } from "node:url";
 import { spawn } from "node:child_process";
-const [entry, specFile, runs, cwd, aheadModule] = process.argv.slice(2);
+const [entry, specFile, runs, cwd, aheadModule, own] = process.argv.slice(2);
 const { readFileSync } = await import("node:fs");
 const spec = JSON.parse(readFileSync(specFile, "utf8"));
 const { SandboxManager } = await import(pathToFileURL(entry).href);
-await SandboxManager.initialize(spec.config);
 const ahead = await import(pathToFileURL(aheadModule).href);
+await SandboxManager.initialize(await ahead.keepingConfig(spec.config, own, entry));
 process.chdir(cwd);
 const env = { ...process.env, ...spec.env };
 const made = new ahead.SandboxAhead({
@@ -68,10 +70,10 @@ for (const command of commands) {
     const prepared = await made.take(cwd, env, command);
     if (!prepared) throw new Error("the sandbox made ahead was not taken");
     await prepared.run(command, cwd, { onData: () => {}, timeout: 0 });
-    timing[command].ahead.push(since(handed));
-    SandboxManager.cleanupAfterCommand();
+    timing[command].ahead.push(since(handed)); // its clean-up is its own, when it goes
   }
 }
+await made.discard(); // the sandbox kept after the last command
 await SandboxManager.reset();
 console.log(JSON.stringify(timing));
 """
@@ -95,7 +97,9 @@ def main(runs: int) -> dict[str, Any]:
             package.mkdir(parents=True, exist_ok=True)
             (package / f"file{n}.js").write_text("module.exports = 1;\n")
         (project / ".env").write_text("SECRET=1\n")
-        policy = build_policy(project, folder / "tmp").reading(engine.prefix)  # as the host
+        own = folder / "own"  # the run's private folder, closed to commands
+        own.mkdir()
+        policy = build_policy(project, folder / "tmp").reading(engine.prefix).denying(own)
         (folder / "tmp").mkdir()
         spec = folder / "spec.json"
         spec.write_text(json.dumps(policy.host_spec()))
@@ -103,7 +107,7 @@ def main(runs: int) -> dict[str, Any]:
         driver.write_text(DRIVER)
         out = subprocess.run(
             [str(engine.node), str(driver), str(engine.sandbox_entry), str(spec), str(runs),
-             str(project), str(AHEAD)],
+             str(project), str(AHEAD), str(own)],
             capture_output=True, text=True, check=True,
             env={**os.environ, "COMMANDS": json.dumps(COMMANDS)},
         )  # fmt: skip

@@ -69,6 +69,18 @@ def _git(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[s
     return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True)
 
 
+def _left_nothing_and_undone(
+    tmp_path: Path, w: World, out: Path, env: dict[str, str], status_before: str
+) -> None:
+    """No process outlived the run, and the user's `wizard undo` takes all of it back."""
+    (log,) = (tmp_path / "logs").glob("*.jsonl")
+    assert "left by the run" not in log.read_text()
+    run_id = json.loads(out.read_text())["run_id"]
+    undo = run_wizard("undo", run_id, "--project", str(w.project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert _git(w.project, w.home, "status", "--porcelain").stdout == status_before
+
+
 def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
@@ -147,13 +159,7 @@ def test_a_model_that_answers_at_once_throws_every_sandbox_away_while_it_is_made
     made = {p.name for p in project.iterdir()}
     assert {f"{k}{n}.txt" for k in "cw" for n in range(10)} <= made
     assert not [name for name in absent if os.path.lexists(project / name)]
-    (log,) = (tmp_path / "logs").glob("*.jsonl")
-    assert "left by the run" not in log.read_text()
-
-    run_id = json.loads(out.read_text())["run_id"]
-    undo = run_wizard("undo", run_id, "--project", str(project), env=env)
-    assert undo.returncode == 0, undo.stdout + undo.stderr
-    assert _git(project, w.home, "status", "--porcelain").stdout == status_before
+    _left_nothing_and_undone(tmp_path, w, out, env, status_before)
 
 
 # What the two scripts below look for in the sandbox's `/proc`.
@@ -232,10 +238,4 @@ def test_a_command_in_the_kept_sandbox_cannot_reach_the_next(
     assert len(first) == 7 and all(": blocked " in line for line in first[1:]), first
     assert f"{first[0]}\nlingering=[]\n" == second  # the same launcher; nothing written
     assert not (project / "planted").exists()
-    (log,) = (tmp_path / "logs").glob("*.jsonl")
-    assert "left by the run" not in log.read_text()
-
-    run_id = json.loads(out.read_text())["run_id"]
-    undo = run_wizard("undo", run_id, "--project", str(project), env=env)
-    assert undo.returncode == 0, undo.stdout + undo.stderr
-    assert _git(project, w.home, "status", "--porcelain").stdout == status_before
+    _left_nothing_and_undone(tmp_path, w, out, env, status_before)
