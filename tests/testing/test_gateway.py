@@ -320,6 +320,34 @@ async def test_a_client_that_leaves_while_the_model_thinks_is_seen_leaving() -> 
     assert gw.requests[0].client_disconnected
 
 
+async def test_a_connection_cancelled_while_it_closes_ends_without_an_exception() -> None:
+    """A client that reads nothing holds the connection's close (its reply cannot drain); a
+    second cancel then (`stop`, or the loop's shutdown when the demo gets Ctrl-C) ends the
+    connection's task normally: on Python 3.11 a cancelled one printed "Exception in
+    callback" and a traceback under the cancelled screen."""
+    said: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: said.append(context))
+    scenario = {"responses": [{"blocks": [{"text": "x" * 4_000_000}]}]}
+    async with ScriptedGateway(scenario) as gw:
+        host, port = gw.url.removeprefix("http://").split(":")
+        _, writer = await asyncio.open_connection(host, int(port))
+        body = json.dumps({"model": "m", "max_tokens": 10, "stream": True,
+                           "messages": _user("x")}).encode()  # fmt: skip
+        writer.write(b"POST /v1/messages HTTP/1.1\r\nHost: g\r\nContent-Type: application/json"
+                     b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        await writer.drain()
+        while not gw.requests:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # its reply fills the socket's buffers, and waits
+        (task,) = gw._connections
+        for _ in range(2):  # out of the reply, then out of the close
+            task.cancel()
+            await asyncio.sleep(0.1)
+        assert task.done() and not task.cancelled()
+        writer.close()
+    assert said == []
+
+
 def test_malformed_scenario_is_a_config_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"responses": [{"nonsense": 1}]}))

@@ -238,6 +238,12 @@ class ScriptedGateway:
         finally:
             try:
                 await connection.close()
+            except asyncio.CancelledError:
+                # Cancelled again while closing (a client that reads nothing, then `stop`, or
+                # the loop's shutdown on Ctrl-C): cut it and end, never cancelled. Python
+                # 3.11 asks a connection's task for its exception without asking whether it
+                # was cancelled, and prints "Exception in callback" with a traceback.
+                connection.abort()
             finally:  # until closed, `stop` cancels and waits for it
                 self._connections.discard(task)
 
