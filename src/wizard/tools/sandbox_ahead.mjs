@@ -13,7 +13,7 @@
 // it ends. wizard has the runtime start the helper through a launcher of its own
 // (`keepingConfig`): for every command the runtime wraps, it runs the helper exactly as the
 // runtime would; for the stub, it runs the helper once per command it is handed, from outside
-// the filter, where no command can see or trace it (a command runs as root of a user
+// the filter, where no command can open or trace it (a command runs as root of a user
 // namespace of its own, nested below the launcher's). So each command still gets a fresh
 // filter, namespaces and limits, and nothing it starts outlives it; only bubblewrap's
 // mounts and the relays are shared. Elsewhere (no helper) the stub runs one command and the
