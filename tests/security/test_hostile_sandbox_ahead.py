@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,64 @@ def test_a_command_in_the_kept_sandbox_cannot_reach_the_next(
     assert f"{first[0]}\nlingering=[]\n" == second  # the same launcher; nothing written
     assert not (project / "planted").exists()
     _left_nothing_and_undone(tmp_path, w, out, env, status_before)
+
+
+# Run in the sandbox kept for the agent's commands: configs in its own home and temp folder
+# (empty folders of the sandbox's, kept with it) that would run a script of the project's if
+# the user's git or npm read them.
+HOME_PLANT = """import os
+evil = os.path.abspath("evil.sh")
+home = os.path.expanduser("~")
+out = []
+for path, text in ((os.path.join(home, ".gitconfig"), f"[core]\\\\n\\\\tfsmonitor = {evil}\\\\n"),
+                   (os.path.join(home, ".npmrc"), f"script-shell={evil}\\\\n"),
+                   ("/tmp/planted", "x")):
+    try:
+        open(path, "w").write(text)
+        out.append(f"wrote {path}")
+    except OSError as exc:
+        out.append(f"{path}: {exc}")
+open("report-1.txt", "w").write("\\\\n".join(out))
+"""
+
+
+def test_what_a_command_leaves_in_the_kept_sandbox_s_own_folders_stays_in_it(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    """A command writes a `.gitconfig` and an `.npmrc` into its home and a file into `/tmp`:
+    inside the sandbox those are empty folders of its own, which the sandbox kept for the
+    next command keeps too. None of it reaches the user's home or the system temp folder,
+    and the user's `git status`, `git commit` and `npm test` afterwards run nothing the agent
+    planted."""
+    w = outside_world
+    project = w.project
+    marker = w.outside / "ran"
+    (project / "package.json").write_text(json.dumps({"name": "app", "scripts": {"test": "true"}}))
+    outside_before = w.state()
+    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    bash, write = tool.format("bash"), tool.format("write")
+    files = {"plant.py": HOME_PLANT, "evil.sh": f"#!/bin/sh\ntouch {marker}\n", "report-1.txt": ""}
+    scenario = {
+        "responses": [
+            *(reply(call(write, path=name, content=text)) for name, text in files.items()),
+            reply(call(bash, command="chmod +x evil.sh")),
+            reply(call(bash, command="true")),  # the sandbox for the next is made after it
+            reply(call(bash, command="python3 plant.py")),
+            reply(call(bash, command="git status --short > /dev/null; echo next")),
+            said("[ABORT] the agent stops here"),
+        ]
+    }
+    _, out, env = aborted_run(engine, project, scenario, tmp_path, gateway_process)
+    assert "wrote" in (project / "report-1.txt").read_text()  # it ran, and wrote something
+    assert w.state() == outside_before
+    assert not Path(tempfile.gettempdir(), "planted").exists()
+    _left_nothing_and_undone(tmp_path, w, out, env, status_before)
+    _git(project, w.home, "add", "app.py", "package.json")
+    commit = _git(project, w.home, "commit", "-q", "-m", "app")
+    assert commit.returncode == 0, commit.stderr
+    if shutil.which("npm"):
+        test = subprocess.run(["npm", "test"], cwd=project, capture_output=True, text=True,
+                              env={**os.environ, "HOME": str(w.home)}, check=False)  # fmt: skip
+        assert test.returncode == 0, test.stdout + test.stderr
+    assert not marker.exists()
