@@ -10,6 +10,7 @@ import contextlib
 import json
 import socket
 import ssl
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import openai
 import pytest
 
 from tests.integrations import self_signed_certificate
+from wizard.runner.harness import proxy as proxy_module
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy, StreamCheck
 from wizard.testing.gateway import ScriptedGateway
 
@@ -397,3 +399,31 @@ def test_the_proxy_loads_httpx_without_its_command_line_tool() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True)  # fmt: skip
     assert done.stdout.split() == ["[]", "True"], done.stdout + done.stderr
+
+
+def test_the_tls_context_made_ahead_is_the_one_the_proxy_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`make_tls_context_ahead` loads the CA bundle in a thread of its own while the run gets
+    ready; the proxy, asking while it is still being made, takes that one: made once."""
+    made: list[str] = []
+    entered, allowed = threading.Event(), threading.Event()
+
+    def create(**_: object) -> ssl.SSLContext:
+        entered.set()
+        allowed.wait()
+        made.append(threading.current_thread().name)
+        return ssl.create_default_context()
+
+    monkeypatch.setattr(proxy_module.httpx, "create_ssl_context", create)
+    proxy_module._tls_context.cache_clear()
+    try:
+        proxy_module.make_tls_context_ahead()
+        entered.wait()
+        threading.Timer(0.05, allowed.set).start()  # once the proxy below waits for it
+        context = proxy_module.tls_context()
+        assert proxy_module.tls_context() is context
+        assert made == ["tls-context"]
+    finally:
+        allowed.set()
+        proxy_module._tls_context.cache_clear()

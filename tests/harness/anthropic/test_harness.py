@@ -6,6 +6,9 @@ pi: the completion guard, error classification and analytics.
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ pytest.importorskip("claude_agent_sdk")
 
 from wizard.events import EventRecorder, SpinnerStarted
 from wizard.outcome import AgentErrorType, AgentResult
+from wizard.runner.harness.anthropic import harness as harness_module
 from wizard.runner.harness.anthropic.harness import AnthropicHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs, TaskRunInputs
 from wizard.signals import REMARK_INSTRUCTION, skill_abort_reason
@@ -243,3 +247,35 @@ async def test_without_abort_cases_a_marker_mid_block_streams_on(tmp_path: Path)
     result = await h.run()
     assert result.ok and "interrupt" not in h.cli.requests
     assert long in "".join(h.cli.streamed)  # the whole block streamed
+
+
+def test_a_run_that_ends_while_the_sdk_loads_does_not_wait_for_the_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while the SDK is imported (1.5 s here): the run's loop ends at once, the import
+    left to its daemon thread (an executor's thread would be waited for at the loop's end)."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow_import() -> types.ModuleType:
+        started.set()
+        release.wait()
+        return types.ModuleType("claude_agent_sdk")
+
+    monkeypatch.setattr(harness_module, "load_sdk", slow_import)
+
+    async def cancelled_while_loading() -> None:
+        loading = asyncio.ensure_future(AnthropicHarness()._sdk())
+        await asyncio.to_thread(started.wait)
+        loading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loading
+
+    ended = threading.Event()
+    runner = threading.Thread(target=lambda: (asyncio.run(cancelled_while_loading()), ended.set()))
+    runner.start()
+    try:
+        runner.join(30)  # a guard against a hang, not a timing: the import never ends by itself
+        assert ended.is_set(), "the run's loop waited for the SDK's import"
+    finally:
+        release.set()
+        runner.join()

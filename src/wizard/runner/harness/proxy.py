@@ -39,6 +39,7 @@ import random
 import secrets
 import ssl
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -485,7 +486,25 @@ def tls_context() -> ssl.SSLContext:
     """The TLS context httpx would make for a client (the CA bundle named by `SSL_CERT_FILE`
     or `SSL_CERT_DIR`, else certifi's), made once per process and bundle: loading a bundle
     takes 30-70 ms here, which every conversation's proxy paid."""
-    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    with _making_tls_context:  # one making at a time: a second caller takes the first's
+        return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+def make_tls_context_ahead() -> None:
+    """Make the TLS context in a thread of its own now, while the run gets ready, for the
+    first proxy to find made: OpenSSL reads the bundle without Python's lock, so it costs the
+    run's way to its first model request nothing. A failure is left for the proxy, which
+    makes the context again and reports it; the thread is a daemon, so an exit before it
+    ends does not wait for it."""
+
+    def make() -> None:
+        with contextlib.suppress(Exception):
+            tls_context()
+
+    threading.Thread(target=make, name="tls-context", daemon=True).start()
+
+
+_making_tls_context = threading.Lock()
 
 
 @functools.cache

@@ -11,6 +11,8 @@ on pi. The remark reply is read too: a marker there still ends the run.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 from collections.abc import Callable
 from types import ModuleType
 
@@ -53,20 +55,19 @@ class AnthropicHarness(EngineHarness):
         except EngineError as exc:
             progress(f"the sandbox runtime is not available: {exc.message}")
 
-    async def close(self) -> None:
-        """The SDK's import, if it failed after every session that waited for it had gone
-        (cancelled): its failure is taken here, not logged as never retrieved."""
-        if self._loading is not None and self._loading.done() and not self._loading.cancelled():
-            self._loading.exception()
-
     async def _sdk(self) -> ModuleType:
         """The SDK, once imported (in a thread, once for every session of the run: 1.5 s of
         CPU here, which the CLI's own start overlaps; started no earlier, since it holds the
-        interpreter's lock most of that time, and the journal's first walk of the project
-        would wait on it); `EngineError` if it cannot be (after the install check passed: a
-        broken install), with the command that mends it."""
+        interpreter's lock most of that time: the journal's first walk of the project, and
+        the engine's check, would wait on it); `EngineError` if it cannot be (after the
+        install check passed: a broken install), with the command that mends it.
+
+        The thread is a daemon: a run that ends while the SDK loads (Ctrl-C) does not wait
+        for it at exit. Its failure is each waiting session's to report; with none left
+        waiting, it is not logged as never retrieved."""
         if self._loading is None:
-            self._loading = asyncio.ensure_future(asyncio.to_thread(load_sdk))
+            self._loading = _in_daemon_thread(load_sdk)
+            self._loading.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             return await asyncio.shield(self._loading)
         except UsageError as exc:
@@ -78,3 +79,17 @@ def usable_harness() -> AnthropicHarness:
     not, before anything starts."""
     check_sdk_installed()
     return AnthropicHarness()
+
+
+def _in_daemon_thread(load: Callable[[], ModuleType]) -> asyncio.Future[ModuleType]:
+    """`load()` in a daemon thread, as a future of the running loop."""
+    done: concurrent.futures.Future[ModuleType] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            done.set_result(load())
+        except BaseException as exc:  # the session that awaits it reports it
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name="claude-sdk-import", daemon=True).start()
+    return asyncio.wrap_future(done)
