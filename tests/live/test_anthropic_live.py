@@ -16,7 +16,7 @@ if os.environ.get("CI"):  # CI installs the extra: the live tests must run there
 else:
     pytest.importorskip("claude_agent_sdk")
 
-from wizard.events import EventRecorder
+from wizard.events import EventRecorder, LogLine
 from wizard.outcome import AgentErrorType, AgentResult
 from wizard.programs import get_program
 from wizard.runner.harness.anthropic.harness import AnthropicHarness
@@ -97,16 +97,23 @@ STOPS = {
 
 
 @pytest.mark.parametrize("where", list(STOPS))
-async def test_an_abort_with_cases_interrupts_after_one_request(tmp_path: Path, where: str) -> None:
+async def test_an_abort_with_cases_interrupts_after_one_request(
+    tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     reply = {"blocks": STOPS[where], "chunk_chars": 16, "delay_ms": 5}
     scenario = {"responses": [reply, said("must never be requested")]}
-    result, gateway, _ = await run_anthropic(tmp_path, scenario)
+    result, gateway, recorder = await run_anthropic(tmp_path, scenario)
     assert (result.error, result.message) == (
         AgentErrorType.ABORT,
         "could not find a stripe integration",
     )
     assert len(gateway.requests) == 1
     assert gateway.requests[0].client_disconnected  # the stream was cut
+    # The CLI wizard killed to stop the turn: the SDK's "Fatal error" about it goes to the
+    # run's debug log, not under the aborted screen.
+    assert "Fatal error" not in capsys.readouterr().err
+    logged = [e.message for e in recorder.events if isinstance(e, LogLine)]
+    assert any("sdk: Fatal error in message reader" in line for line in logged), logged
 
 
 async def test_a_skill_run_without_cases_ignores_the_marker(tmp_path: Path) -> None:

@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -100,6 +101,7 @@ class ClaudeSession:
             loading.cancel()
             raise
         sdk = self._sdk = await loading
+        self._exits.enter_context(_sdk_logging_into(self.launch.log))
         options = self._options(sdk, config, shell)
         if self._process is not None:
             from wizard.runner.harness.anthropic.transport import StartedCLI  # imports the SDK
@@ -316,6 +318,25 @@ class ClaudeSession:
             raise EngineError(said) from exc
         self._wrapper = started.wrapper
         return [shell_tool(launch.project_dir, started)]
+
+
+@contextlib.contextmanager
+def _sdk_logging_into(log: Callable[[str], None]) -> Iterator[None]:
+    """The SDK's own log records into the session's log (the debug log, never the terminal):
+    it logs the CLI's end as a "Fatal error in message reader" when wizard has killed the CLI
+    to stop a turn (`abort`), which printed under the aborted screen; a failure it logs also
+    reaches the session as its exception."""
+
+    class ToSessionLog(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            log(f"sdk: {self.format(record)}")
+
+    handler, logger = ToSessionLog(), logging.getLogger("claude_agent_sdk")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def _cli_env(proxy_url: str, config: Path, temp: Path) -> dict[str, str]:
