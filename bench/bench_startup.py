@@ -21,7 +21,10 @@ Side by side in one run, for each project size and harness (runs interleaved, me
 - tool: five `bash ls` calls, then the abort; the gateway's time from the end of a reply that
   asks for the call to the request that brings its result, sandboxed and `--no-sandbox`: once
   with replies at once, and once with the model taking `--think-ms` (500) before each reply's
-  first byte, as a real one does (the next command's sandbox is made in that time).
+  first byte, as a real one does (the next command's sandbox is made in that time). What the
+  sandbox adds is given twice: the difference of the two medians (`sandbox_adds`), and the
+  median of each run's own difference (`sandbox_adds_paired`: the two are measured one after
+  the other in each run, so what drifts between runs on a shared machine drops out).
 
 With `--before SRC` (another checkout's `src` folder, e.g. a `git worktree` of an older
 commit), every wizard figure is measured for that tree too, interleaved with this one. Each
@@ -280,8 +283,11 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
         over = "over_floor" if name == "engine_floor" else f"over_{name}"
         figures[over] = round(figures["start_to_first_request"] - floor_ms, 1)
     for suffix in ("", "_thinking") if "tool_plain" in figures else ():
-        added = figures["tool_sandboxed" + suffix] - figures["tool_plain" + suffix]
-        figures["sandbox_adds" + suffix] = round(added, 1)
+        sandboxed, plain = "tool_sandboxed" + suffix, "tool_plain" + suffix
+        figures["sandbox_adds" + suffix] = round(figures[sandboxed] - figures[plain], 1)
+        # Each run's two measured side by side: what drifts between runs drops out.
+        paired = statistics.median(run[sandboxed] - run[plain] for run in runs)
+        figures["sandbox_adds_paired" + suffix] = round(paired, 1)
     return figures
 
 
