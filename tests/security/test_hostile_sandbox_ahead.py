@@ -82,6 +82,19 @@ def _left_nothing_and_undone(
     assert _git(w.project, w.home, "status", "--porcelain").stdout == status_before
 
 
+def _commit_and_test_run_nothing_planted(w: World, marker: Path) -> None:
+    """The user's `git commit` and `npm test` afterwards succeed, and run nothing the agent
+    planted (which would make `marker`)."""
+    _git(w.project, w.home, "add", "app.py", "package.json")
+    commit = _git(w.project, w.home, "commit", "-q", "-m", "app")
+    assert commit.returncode == 0, commit.stderr
+    if shutil.which("npm"):
+        test = subprocess.run(["npm", "test"], cwd=w.project, capture_output=True, text=True,
+                              env={**os.environ, "HOME": str(w.home)}, check=False)  # fmt: skip
+        assert test.returncode == 0, test.stdout + test.stderr
+    assert not marker.exists()
+
+
 def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
@@ -124,14 +137,7 @@ def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert _git(project, w.home, "status", "--porcelain").stdout == status_before
     assert (project / ".env").read_text() == env_before
-    _git(project, w.home, "add", "app.py", "package.json")
-    commit = _git(project, w.home, "commit", "-q", "-m", "app")
-    assert commit.returncode == 0, commit.stderr
-    if shutil.which("npm"):
-        test = subprocess.run(["npm", "test"], cwd=project, capture_output=True, text=True,
-                              env={**os.environ, "HOME": str(w.home)}, check=False)  # fmt: skip
-        assert test.returncode == 0, test.stdout + test.stderr
-    assert not marker.exists()
+    _commit_and_test_run_nothing_planted(w, marker)
 
 
 def test_a_model_that_answers_at_once_throws_every_sandbox_away_while_it_is_made(
@@ -293,11 +299,4 @@ def test_what_a_command_leaves_in_the_kept_sandbox_s_own_folders_stays_in_it(
     assert w.state() == outside_before
     assert not Path(tempfile.gettempdir(), "planted").exists()
     _left_nothing_and_undone(tmp_path, w, out, env, status_before)
-    _git(project, w.home, "add", "app.py", "package.json")
-    commit = _git(project, w.home, "commit", "-q", "-m", "app")
-    assert commit.returncode == 0, commit.stderr
-    if shutil.which("npm"):
-        test = subprocess.run(["npm", "test"], cwd=project, capture_output=True, text=True,
-                              env={**os.environ, "HOME": str(w.home)}, check=False)  # fmt: skip
-        assert test.returncode == 0, test.stdout + test.stderr
-    assert not marker.exists()
+    _commit_and_test_run_nothing_planted(w, marker)

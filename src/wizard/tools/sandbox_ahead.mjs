@@ -16,8 +16,9 @@
 // the filter, where no command can open or trace it (a command runs as root of a user
 // namespace of its own, nested below the launcher's). So each command still gets a fresh
 // filter, namespaces and limits, and nothing it starts outlives it; only bubblewrap's
-// mounts and the relays are shared. Elsewhere (no helper) the stub runs one command and the
-// sandbox ends with it.
+// mounts (what a command writes in its in-memory folders, the sandbox's home and /tmp, stays
+// there for the next) and the relays are shared. Elsewhere (no helper) the stub runs one
+// command and the sandbox ends with it.
 //
 // What a command may reach stays exactly what a sandbox made at its start would allow:
 //
