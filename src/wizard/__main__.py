@@ -11,9 +11,10 @@ import sys
 
 def run() -> None:
     """Load the CLI, then run it; the only way in. A run of pi gets its engine started while
-    the rest loads (`runner.harness.pi.early`)."""
+    the rest loads (`runner.harness.pi.early`), and a run's journal its project's dependency
+    folders listed (`listings`)."""
     try:
-        _start_pi_early()
+        _start_early()
         from wizard.cli import main
     except KeyboardInterrupt:
         raise SystemExit(_cancelled_while_loading()) from None
@@ -29,13 +30,18 @@ _RUN_MODULES = ("wizard.cli", "typer._adapters", "wizard.launch", "wizard.runner
                 "wizard.runner.harness.pi.harness")  # fmt: skip
 
 
-def _start_pi_early() -> None:
+def _start_early() -> None:
+    """What a run will need, started before the rest loads: pi's host if it runs pi (its
+    engine checked first: the host's load is such a run's longest wait), then the listing
+    of the project's dependency folders."""
     import os
 
+    from wizard.listings import start_ahead
     from wizard.runner.harness.pi.early import load_behind_host, prestart
 
     prestart(sys.argv[1:], os.environ)
-    load_behind_host(_RUN_MODULES)
+    listing = start_ahead(sys.argv[1:])
+    load_behind_host(_RUN_MODULES, ours=() if listing is None else (listing,))
 
 
 def _exit_now(code: object) -> None:

@@ -24,6 +24,7 @@ from wizard.analytics import analytics_from_env
 from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
+from wizard.listings import discard_ahead
 from wizard.names import shown
 from wizard.outcome import AgentErrorType, Outcome, Outro, Usage
 from wizard.processes import become_subreaper, stop_descendants
@@ -264,6 +265,7 @@ def launch(
             return await run_program(plan, bus, ask=ask, run_id=run_id)
 
         outcome = _run_to_the_end(program, flags, run, services)
+        discard_ahead()  # wizard's own, if the run never took it
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
     if outcome.status == "cancelled" and not outcome.tasks:  # interrupted: the queue on disk

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from wizard.journal import Journal, Listed
-from wizard.journal.dependencies import ListingStopped
 from wizard.journal.store import GitStore
+from wizard.listings import ListingStopped
 from wizard.runner.harness.gate import SessionCalls, ToolActivity, ToolGate
 from wizard.runner.journaling import RunJournal, _Ahead
 from wizard.tools.fence import Fence

@@ -128,3 +128,36 @@ def test_the_anthropic_harness_runs_no_changed_file_of_the_sandbox_runtime_it_ch
     assert "node_modules/commander/index.js" in done.stdout
     assert not out.exists()
     assert not runtime_ran.exists(), "a changed module of the sandbox runtime ran"
+
+
+def test_the_listing_made_with_the_process_runs_nothing_of_the_project_s(
+    outside_temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process that lists a project's dependency folders ahead of its run
+    (`wizard.listings`) imports nothing from the project, even where the user's environment
+    and working folder would have Python do so; and its listings are still taken."""
+    from wizard import listings
+
+    project = outside_temp / "project"
+    (project / "node_modules" / "left-pad").mkdir(parents=True)
+    (project / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1;\n")
+    canary = outside_temp / "planted-code-ran"
+    code = f"open({str(canary)!r}, 'w').write('ran')\n"
+    for module in ("json", "hashlib", "stat", "sitecustomize", "usercustomize", "startup"):
+        (project / f"{module}.py").write_text(code)
+    (project / "wizard").mkdir()
+    (project / "wizard" / "__init__.py").write_text(code)
+    env = {"PYTHONPATH": str(project), "PYTHONSTARTUP": str(project / "startup.py")}
+    # The plant works: a Python that honours the environment runs it.
+    subprocess.run([sys.executable, "-c", "import json"], cwd=project, env={**os.environ, **env},
+                   check=True)  # fmt: skip
+    assert canary.exists()
+    canary.unlink()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(listings, "_ahead", None)
+    listings.start_ahead(["run", "transactional-email", "--project", "."])
+    taken = listings.take_ahead(project.resolve())
+    assert taken is not None and [listing.path for listing in taken] == ["node_modules"]
+    assert not canary.exists()

@@ -7,7 +7,8 @@ its next Python, a fake `node_modules/.bin/jest` on the next `npm test`. A folde
 modification time does not change when a file inside it is edited in place, so each file is
 fingerprinted: its type, size, modification and change times, inode and mode (a link: its
 target), as the engine record does. The change time cannot be set back by a command, so an
-edit that restores the modification time is still seen.
+edit that restores the modification time is still seen. (The listing itself is
+`listings.fingerprint_folder`, which a run's first snapshot may have taken ahead.)
 
 A folder's listing is kept in the journal's state, named by its digest (`deps/<digest>.json`),
 so a run compares the listings before and after it file by file. Their content is not kept:
@@ -16,59 +17,24 @@ so a run compares the listings before and after it file by file. Their content i
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
-import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from wizard.atomic import write_atomically
-from wizard.walk import walk
+from wizard.listings import FolderListing
 
 # What a file in a dependency folder became during a run.
 ADDED, CHANGED, REMOVED = "added", "changed", "removed"
 
 
-class ListingStopped(Exception):
-    """A listing given up on: its `stop` said so."""
-
-
-def fingerprint_folder(
-    folder: Path, repos: dict[str, str], prefix: str, stop: Callable[[], bool] = lambda: False
-) -> dict[str, str]:
-    """Every file, folder and link beneath `folder` (never through a link), each with its
-    metadata; a `.git` found on the way is added to `repos` (as `prefix/...`). `stop`, asked
-    at each folder, gives it up (`ListingStopped`)."""
-    listing: dict[str, str] = {}
-    for path, name, info in walk(folder, lambda _: True):
-        if stat.S_ISDIR(info.st_mode):
-            if stop():
-                raise ListingStopped(str(folder))
-            if name == ".git":
-                repos[f"{prefix}/{path}"] = "folder"
-            listing[path] = f"d:{stat.S_IMODE(info.st_mode):o}"  # its own mtime says little
-        elif stat.S_ISLNK(info.st_mode):
-            with contextlib.suppress(OSError):
-                listing[path] = "l:" + os.readlink(folder / path)
-        else:
-            listing[path] = (
-                f"{stat.S_IFMT(info.st_mode):o}:{info.st_size}:{info.st_mtime_ns}:"
-                f"{info.st_ctime_ns}:{info.st_ino}:{stat.S_IMODE(info.st_mode):o}"
-            )
-    return listing
-
-
-def save_listing(state: Path, listing: Mapping[str, str]) -> str:
+def keep_listing(state: Path, listing: FolderListing) -> str:
     """Keep a folder's listing in the journal's state; its digest."""
-    data = json.dumps(listing, sort_keys=True).encode()
-    digest = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-    target = state / "deps" / f"{digest}.json"
+    target = state / "deps" / f"{listing.digest}.json"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, data, 0o600)
-    return digest
+        write_atomically(target, listing.data, 0o600)
+    return listing.digest
 
 
 def load_listing(state: Path, digest: object) -> dict[str, str] | None:

@@ -6,7 +6,7 @@ mode and times. Links are copied as links, and files that are one inode under tw
 the project are one inode in the copy too, so a hard link to a `.env` file is still known for
 one there. Pipes, sockets and devices are left out, as the journal leaves them out.
 
-Dependency and build folders (the journal's `HEAVY_FOLDERS`) and `.git` are not copied: the
+Dependency and build folders (`listings.HEAVY_FOLDERS`) and `.git` are not copied: the
 copy holds a link to the project's own folder in their place, a *mount*. The agent's file
 tools read through a mount and refuse to write there (`ProjectRoot`); the OS sandbox lets
 commands read the project's folder and nothing else of the project, and no command may write
@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from wizard.journal.store import HEAVY_FOLDERS
+from wizard.listings import HEAVY_FOLDERS
 
 # What a preview shows read-only through a link, not copied: `.git` is closed to the agent's
 # file tools and to commands' writes anyway, and history can be big.

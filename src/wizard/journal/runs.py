@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ from wizard.journal.project_copy import copy_project, remove_copy
 from wizard.journal.refusals import ApplyRefused, UndoRefused
 from wizard.journal.store import PLAIN_BITS, Change, GitStore, Listed, Snapshot
 from wizard.layout import state_root
+from wizard.listings import FolderListing
 
 DEFAULT_KEEP = 20
 # The ids of pruned runs, so a command naming one says it was pruned, not that it never was.
@@ -120,10 +121,11 @@ class Journal:
         *,
         undoes: str | None = None,
         applies: str | None = None,
+        ahead: Sequence[FolderListing] = (),
     ) -> RunRecord:
         """Snapshot the project before a run (or before undoing the run `undoes`, or applying
-        the preview `applies`)."""
-        snapshot = self.store.snapshot()
+        the preview `applies`), with its dependency folders' listings taken `ahead` of it."""
+        snapshot = self.store.snapshot(listed=self.store.kept(ahead))
         self.store.keep(f"{run_id}/before", snapshot.tree)
         record = RunRecord(
             run_id=run_id, kind="undo" if undoes else "run", undoes=undoes, applies=applies,
@@ -136,10 +138,16 @@ class Journal:
         return record
 
     def begin_preview(
-        self, run_id: str, program: str, harness: str | None = None, sequence: str | None = None
+        self,
+        run_id: str,
+        program: str,
+        harness: str | None = None,
+        sequence: str | None = None,
+        ahead: Sequence[FolderListing] = (),
     ) -> RunRecord:
-        """Snapshot the project before a preview, and make the preview's copy of it."""
-        record = self.begin(run_id, program, harness, sequence)
+        """Snapshot the project before a preview (`begin`), and make the preview's copy of
+        it."""
+        record = self.begin(run_id, program, harness, sequence, ahead=ahead)
         folder = self._preview_folder(run_id)
         try:
             copy = copy_project(self.project, folder / "project")

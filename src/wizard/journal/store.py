@@ -44,18 +44,10 @@ from pathlib import Path, PurePosixPath
 
 from wizard.atomic import DurableBatch, symlink_atomically, write_atomically
 from wizard.errors import ConfigError
-from wizard.journal.dependencies import fingerprint_folder, save_listing
+from wizard.journal.dependencies import keep_listing
+from wizard.listings import HEAVY_FOLDERS, NOT_WALKED, FolderListing, folder_listing, heavy_folders
 from wizard.walk import walk
 
-HEAVY_FOLDERS = frozenset(
-    {
-        "node_modules", ".venv", "venv", "dist", "build", ".next", ".nuxt", "target",
-        "__pycache__", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gradle",
-        ".turbo", ".cache",
-    }
-)  # fmt: skip
-# Folders the snapshot does not walk into: fingerprinted instead, or not journaled.
-_NOT_WALKED = HEAVY_FOLDERS | {".git"}
 _GIT_MODES = {"100644": 0o644, "100755": 0o755}
 # The permission bits wizard writes into a project: never setuid, setgid or sticky, which a
 # command of the agent can set on a file and an apply (or the undo of an undo) would then
@@ -221,7 +213,7 @@ class GitStore:
         """Every file and link beneath `root`, through no followed link, nothing that is not
         a file or a link. A `.git` goes into `repos`, not the tree. Heavy folders (and
         `mounts`, the folders they stand for) go into `heavy`, by their listing's digest."""
-        for path, name, info in walk(root, lambda name: name not in _NOT_WALKED):
+        for path, name, info in walk(root, lambda name: name not in NOT_WALKED):
             if name == ".git" and path in mounts:  # a preview's link to the project's own
                 with contextlib.suppress(OSError):
                     target = Path(os.path.realpath(root / path))
@@ -262,21 +254,19 @@ class GitStore:
     def heavy_listings(self, stop: Callable[[], bool] = lambda: False) -> Listed:
         """Each heavy folder of the project now, as a snapshot lists it: its listing's digest,
         and the repositories found in it (`ListingStopped` once `stop` says so)."""
-        listed: dict[str, tuple[str, Mapping[str, str]]] = {}
-        for path, name, info in walk(self.project, lambda name: name not in _NOT_WALKED):
-            if name in HEAVY_FOLDERS and stat.S_ISDIR(info.st_mode):
-                repos: dict[str, str] = {}
-                listed[path] = (self._fingerprint(self.project / path, repos, path, stop), repos)
-        return listed
+        return self.kept(
+            folder_listing(self.project / path, path, stop) for path in heavy_folders(self.project)
+        )
 
-    def _fingerprint(
-        self,
-        folder: Path,
-        repos: dict[str, str],
-        path: str,
-        stop: Callable[[], bool] = lambda: False,
-    ) -> str:
-        return save_listing(self.state, fingerprint_folder(folder, repos, path, stop))
+    def kept(self, listings: Iterable[FolderListing]) -> Listed:
+        """Heavy folders' listings, kept in the journal's state, as a snapshot takes them."""
+        return {listing.path: (keep_listing(self.state, listing), listing.repos)
+                for listing in listings}  # fmt: skip
+
+    def _fingerprint(self, folder: Path, repos: dict[str, str], path: str) -> str:
+        listing = folder_listing(folder, path)
+        repos.update(listing.repos)
+        return keep_listing(self.state, listing)
 
     def _store(self, root: Path, entry: _Entry, blobs: DurableBatch) -> str:
         """Write the entry's blob into the store's objects (if new) as part of `blobs`; its

@@ -27,6 +27,7 @@ from typing import Any
 from wizard.errors import ConfigError, WizardError
 from wizard.events import EventSink, LogLine
 from wizard.journal import Journal, Listed, RunRecord, git_available
+from wizard.listings import FolderListing, take_ahead
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.sequence.context import Binding
 from wizard.tools.paths import is_env_name
@@ -61,7 +62,8 @@ class RunJournal:
             return cls(sink, warning=f"{NOT_JOURNALED} (git was not found).")
         try:
             journal = Journal(project)
-            record = journal.begin(run_id, program_id, binding.harness, binding.sequence)
+            record = journal.begin(run_id, program_id, binding.harness, binding.sequence,
+                                   ahead=_taken_ahead(project, sink))  # fmt: skip
         except (WizardError, OSError) as exc:
             sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             return cls(sink, warning=f"{NOT_JOURNALED} ({exc}).")
@@ -79,7 +81,8 @@ class RunJournal:
                 "Install git, or run without --preview.",
             )
         journal = Journal(project)
-        record = journal.begin_preview(run_id, program_id, binding.harness, binding.sequence)
+        record = journal.begin_preview(run_id, program_id, binding.harness, binding.sequence,
+                                       _taken_ahead(project, sink))  # fmt: skip
         return cls(sink, journal, record)
 
     def abandon(self) -> None:
@@ -182,6 +185,17 @@ class RunJournal:
                     link.symlink_to(target, target_is_directory=True)
 
         return write
+
+
+def _taken_ahead(project: Path, sink: EventSink) -> list[FolderListing]:
+    """The project's dependency folders, listed ahead of the run (`listings`); none when
+    they were not."""
+    taken = take_ahead(project)
+    if taken is None:
+        return []
+    sink(LogLine(f"the first snapshot takes the {len(taken)} dependency folder listing(s) "
+                 "made while wizard loaded", "debug"))  # fmt: skip
+    return taken
 
 
 class _Ahead:

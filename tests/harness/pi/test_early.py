@@ -136,6 +136,32 @@ def test_the_machine_is_busy_when_anything_but_wizard_and_its_host_runs() -> Non
             process.wait()
 
 
+@pytest.mark.skipif(not Path("/proc/loadavg").exists(), reason="Linux's /proc")
+def test_wizard_s_own_processes_started_early_do_not_make_the_machine_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The listing of the project's dependency folders, started with the process, is
+    wizard's own work: its running threads are not counted as something else's. A process
+    that has ended runs nothing."""
+    from wizard.runner.harness.pi import early
+
+    ours = _stand_in_host("while True: pass")
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and early._running_threads(ours.pid) == 0:
+            time.sleep(0.01)
+        assert early._running_threads(ours.pid) == 1
+        monkeypatch.setattr(early, "_running_now", lambda: 2)  # this thread, and it
+        assert early._busy()
+        assert not early._busy(ours.pid)
+        monkeypatch.setattr(early, "_running_now", lambda: 3)  # and one more
+        assert early._busy(ours.pid)
+    finally:
+        ours.kill()
+        ours.wait()
+    assert early._running_threads(ours.pid) == 0
+
+
 def _recorder(folder: Path, name: str, body: str = "") -> None:
     """A module that records, when imported, its thread's name and priority."""
     (folder / f"{name}.py").write_text(
@@ -164,7 +190,7 @@ def test_the_run_s_modules_load_behind_the_host_at_a_low_priority(
     monkeypatch.syspath_prepend(str(tmp_path))
     host = _stand_in_host("import time; time.sleep(60)")
     monkeypatch.setattr(early, "_process", host)
-    monkeypatch.setattr(early, "_busy", lambda pid: False)
+    monkeypatch.setattr(early, "_busy", lambda *pids: False)
     before = os.getpriority(os.PRIO_PROCESS, 0)
     try:
         early.load_behind_host(["wiz_first", "wiz_broken", "wiz_missing", "wiz_last"])
@@ -190,7 +216,7 @@ def test_nothing_loads_behind_the_host_without_one_or_on_a_busy_machine(
     monkeypatch.syspath_prepend(str(tmp_path))
     host = None if why == "no host" else _stand_in_host("import time; time.sleep(60)")
     monkeypatch.setattr(early, "_process", host)
-    monkeypatch.setattr(early, "_busy", lambda pid: True)
+    monkeypatch.setattr(early, "_busy", lambda *pids: True)
     try:
         early.load_behind_host(["wiz_not_loaded"])
     finally:

@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wizard.journal.store import HEAVY_FOLDERS
 from wizard.layout import SKILL_FILES
+from wizard.listings import HEAVY_FOLDERS
 from wizard.names import shown
 from wizard.programs.types import CallSiteProof, ConfigProof, InitOptionProof
 from wizard.runner.proofs.finding import Finding, failed, proven

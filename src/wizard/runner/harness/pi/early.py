@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wizard.argv import option_value, run_words
 from wizard.tools.child_env import child_env
 
 if TYPE_CHECKING:
@@ -59,8 +60,6 @@ if TYPE_CHECKING:
 # The host's first line: its engine's files were checked against their install record.
 ENGINE_CHECKED = b'{"engine": "checked"}\n'
 _RUNS_PI = frozenset({"run", "skill", "demo"})
-_NOT_A_RUN = frozenset({"-h", "--help", "-V", "--version", "--show-completion",
-                        "--install-completion"})  # fmt: skip
 _process: subprocess.Popen[bytes] | None = None
 _folders: tuple[Path, Path] | None = None
 _prefix: Path | None = None  # the engine the early host runs, as checked
@@ -114,15 +113,12 @@ def host_launch(engine: NodeBundle, folders: tuple[Path, Path] | None = None) ->
 def runs_pi(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[str, str] | None:
     """The command (run, skill or demo) and its program or skill, of a command line that
     will run pi as far as it and the environment say; None for any other command."""
-    words = [w for w in argv if not w.startswith("-")]
-    if not words or words[0] not in _RUNS_PI or _NOT_A_RUN.intersection(argv):
+    words = run_words(argv, _RUNS_PI)
+    if words is None:
         return None
-    harness = environ.get("WIZARD_HARNESS") or "pi"
-    for number, word in enumerate(argv):
-        if word == "--harness" and number + 1 < len(argv):
-            harness = argv[number + 1]
-        elif word.startswith("--harness="):
-            harness = word.split("=", 1)[1]
+    harness = option_value(argv, "--harness")
+    if harness is None:
+        harness = environ.get("WIZARD_HARNESS") or "pi"
     if harness != "pi" or (words[0] != "demo" and len(words) < 2):
         return None
     return words[0], words[1] if len(words) > 1 else ""
@@ -162,7 +158,7 @@ def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     discard_unclaimed()  # an engine that is not as recorded is the run's to meet
 
 
-def load_behind_host(modules: Sequence[str]) -> None:
+def load_behind_host(modules: Sequence[str], ours: Sequence[int] = ()) -> None:
     """Import `modules` (what the run imports before it needs its engine: most of a second
     of CPU here) in a thread at a low priority, while the host started early loads pi.
 
@@ -172,33 +168,40 @@ def load_behind_host(modules: Sequence[str]) -> None:
     machine where nothing else wants a core: with anything else running, they would get
     only a tenth of what that leaves (two busy loops beside a run on two cores: the first
     request 11.7 s after the start instead of 4.6 s). So nothing is done when anything but
-    wizard and its host is running at that moment (as `/proc/loadavg` counts), without such a
-    host, or off Linux (which gives a thread a priority of its own). The priority is the
-    thread's alone: the run goes on at its own."""
+    wizard, its host and its other processes started early (`ours`: the listing of the
+    project's dependency folders, a fraction of a second's work) is running at that moment
+    (as `/proc/loadavg` counts), without such a host, or off Linux (which gives a thread a
+    priority of its own). The priority is the thread's alone: the run goes on at its own."""
     host = _process
-    if host is None or sys.platform != "linux" or _busy(host.pid):
+    if host is None or sys.platform != "linux" or _busy(host.pid, *ours):
         return
     thread = threading.Thread(target=_load, args=(modules,), name="wizard-loading", daemon=True)
     thread.start()
     thread.join()
 
 
-def _busy(host: int) -> bool:
-    """Whether anything but this thread and the host's threads is running now."""
+def _busy(*ours: int) -> bool:
+    """Whether anything but this thread and the threads of the processes `ours` is running
+    now."""
     try:
-        with open("/proc/loadavg") as loadavg:
-            running = int(loadavg.read().split()[3].split("/")[0])
-        return running - 1 - _running_threads(host) > 0
+        return _running_now() - 1 - sum(_running_threads(pid) for pid in ours) > 0
     except (OSError, ValueError, IndexError):
         return True
 
 
+def _running_now() -> int:
+    """How many threads of the whole machine are running now (`/proc/loadavg`)."""
+    with open("/proc/loadavg") as loadavg:
+        return int(loadavg.read().split()[3].split("/")[0])
+
+
 def _running_threads(pid: int) -> int:
-    """How many of the process's threads are running now."""
+    """How many of the process's threads are running now (none, once it is gone)."""
     running = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/stat") as stat:
-            running += stat.read().rpartition(")")[2].split()[0] == "R"
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/stat") as stat:
+                running += stat.read().rpartition(")")[2].split()[0] == "R"
     return running
 
 

@@ -1,0 +1,144 @@
+"""A project's dependency folders listed ahead of its run, in a process of its own
+(`wizard.listings`): the journal's own listings, or none."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wizard import listings
+from wizard.journal import Journal
+from wizard.listings import FolderListing, start_ahead, take_ahead
+
+
+@pytest.fixture(autouse=True)
+def _no_listing_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(listings, "_ahead", None)
+    yield
+    listings.discard_ahead()
+
+
+def _project(root: Path) -> Path:
+    """A project whose dependency folders hold what a listing must tell apart: files of
+    each mode, links, a repository, a name that is not UTF-8, nested and sibling folders."""
+    project = root / "project"
+    modules = project / "node_modules"
+    (modules / "left-pad" / ".git").mkdir(parents=True)
+    (modules / "left-pad" / "index.js").write_text("module.exports = 1;\n")
+    (modules / ".bin").mkdir()
+    (modules / ".bin" / "jest").symlink_to("../left-pad/index.js")
+    tool = modules / "left-pad" / "cli.js"
+    tool.write_text("#!/usr/bin/env node\n")
+    tool.chmod(0o755)
+    (modules / os.fsdecode(b"caf\xe9.js")).write_text("x\n")
+    (project / "packages" / "a" / "node_modules" / "b").mkdir(parents=True)
+    (project / "packages" / "a" / "node_modules" / "b" / "package.json").write_text("{}\n")
+    (project / ".venv" / "lib").mkdir(parents=True)
+    (project / ".venv" / "lib" / "x.pth").write_text("import os\n")
+    (project / ".git" / "node_modules").mkdir(parents=True)  # inside .git: not the project's
+    (project / "app.js").write_text("require('left-pad');\n")
+    return project
+
+
+def _listed(project: Path) -> list[FolderListing] | None:
+    start_ahead(["run", "transactional-email", "--ci", "--project", str(project)])
+    return take_ahead(project.resolve())
+
+
+def test_the_listings_taken_ahead_are_the_ones_the_journal_takes(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    taken = _listed(project)
+    assert taken is not None
+    journal = Journal(project)
+    own = journal.store.heavy_listings()
+    assert {listing.path: (listing.digest, listing.repos) for listing in taken} == own
+    assert set(own) == {"node_modules", "packages/a/node_modules", ".venv"}
+    assert own["node_modules"][1] == {"node_modules/left-pad/.git": "folder"}
+    # A first snapshot given them keeps them, and records what one that lists them does.
+    given = journal.begin("ahead", "p", ahead=taken)
+    itself = journal.begin("itself", "p")
+    assert given.heavy_before == itself.heavy_before
+    assert given.repos_before == itself.repos_before
+
+
+def test_a_listing_of_another_project_is_not_taken_and_ends(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    start_ahead(["run", "transactional-email", "--project", str(project)])
+    assert listings._ahead is not None
+    process = listings._ahead[0]
+    assert take_ahead(other) is None
+    assert process.returncode is not None
+    assert take_ahead(project.resolve()) is None  # taken once, whatever became of it
+
+
+@pytest.mark.parametrize(
+    ("argv", "lists"),
+    [
+        (["run", "revenue-analytics", "--project", "{project}"], True),
+        (["run", "--ci", "revenue-analytics", "--project={project}"], True),
+        (["skill", "posthog-email", "--project", "{project}"], True),
+        (["run", "revenue-analytics"], True),  # the working folder
+        (["run", "revenue-analytics", "--project", "{project}/missing"], False),
+        (["run", "revenue-analytics", "--project", "{project}", "--help"], False),
+        (["demo"], False),  # its own project
+        (["undo", "--project", "{project}"], False),
+        (["--version"], False),
+        ([], False),
+    ],
+)
+def test_only_a_run_on_a_project_lists_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], lists: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    start_ahead([word.format(project=tmp_path) for word in argv])
+    assert (listings._ahead is not None) is lists
+    if lists:
+        assert listings._ahead is not None
+        assert listings._ahead[1] == tmp_path.resolve()
+
+
+def _ahead_from(monkeypatch: pytest.MonkeyPatch, project: Path, output: bytes, code: int) -> None:
+    """A listing process that printed `output` and ended with `code`."""
+    script = f"import sys; sys.stdout.buffer.write({output!r}); sys.exit({code})"
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    monkeypatch.setattr(listings, "_ahead", (process, project))
+
+
+def _printed(listing: FolderListing, data: bytes | None = None) -> bytes:
+    body = listing.data if data is None else data
+    head = (f'{{"path": "{listing.path}", "digest": "{listing.digest}", "size": {len(body)}, '
+            f'"repos": {{}}}}\n')  # fmt: skip
+    return head.encode() + body
+
+
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [("whole", 0), ("failed", 1), ("truncated", 0), ("other data", 0), ("garbage", 0),
+     ("repos not names", 0)],
+)  # fmt: skip
+def test_a_listing_that_is_not_whole_is_not_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, code: int
+) -> None:
+    project = _project(tmp_path)
+    listing = listings.folder_listing(project / "node_modules", "node_modules")
+    output = {
+        "whole": _printed(listing),
+        "failed": _printed(listing),
+        "truncated": _printed(listing)[:-5],
+        "other data": _printed(listing, listing.data + b" "),
+        "garbage": b"not a listing\n",
+        "repos not names": _printed(listing).replace(b'"repos": {}', b'"repos": {"a": 1}'),
+    }[case]
+    _ahead_from(monkeypatch, project, output, code)
+    taken = take_ahead(project)
+    if case == "whole":
+        assert taken == [FolderListing(listing.path, listing.digest, listing.data, {})]
+    else:
+        assert taken is None
