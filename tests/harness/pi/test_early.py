@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -180,7 +181,6 @@ def test_the_run_s_modules_load_behind_the_host_at_a_low_priority(
     thread of their own at a low priority; one that fails is skipped (the run imports it
     again where it needs it) and the next ones load; the caller's priority is unchanged."""
     import importlib
-    import os
 
     from wizard.runner.harness.pi import early
 
@@ -189,14 +189,18 @@ def test_the_run_s_modules_load_behind_the_host_at_a_low_priority(
     _recorder(tmp_path, "wiz_last")
     monkeypatch.syspath_prepend(str(tmp_path))
     host = _stand_in_host("import time; time.sleep(60)")
+    ours = _stand_in_host("import time; time.sleep(60)")  # the listing started early
     monkeypatch.setattr(early, "_process", host)
     monkeypatch.setattr(early, "_busy", lambda *pids: False)
     before = os.getpriority(os.PRIO_PROCESS, 0)
     try:
-        early.load_behind_host(["wiz_first", "wiz_broken", "wiz_missing", "wiz_last"])
+        early.load_behind_host(["wiz_first", "wiz_broken", "wiz_missing", "wiz_last"], [ours.pid])
+        assert os.getpriority(os.PRIO_PROCESS, ours.pid) == early._LOADING_NICE
+        assert os.getpriority(os.PRIO_PROCESS, host.pid) == before
     finally:
-        host.kill()
-        host.wait()
+        for process in (host, ours):
+            process.kill()
+            process.wait()
     for name in ("wiz_first", "wiz_last"):
         assert sys.modules[name].WHERE == ("wizard-loading", early._LOADING_NICE), name
         del sys.modules[name]
@@ -215,14 +219,17 @@ def test_nothing_loads_behind_the_host_without_one_or_on_a_busy_machine(
     _recorder(tmp_path, "wiz_not_loaded")
     monkeypatch.syspath_prepend(str(tmp_path))
     host = None if why == "no host" else _stand_in_host("import time; time.sleep(60)")
+    ours = _stand_in_host("import time; time.sleep(60)")
     monkeypatch.setattr(early, "_process", host)
     monkeypatch.setattr(early, "_busy", lambda *pids: True)
     try:
-        early.load_behind_host(["wiz_not_loaded"])
+        early.load_behind_host(["wiz_not_loaded"], [ours.pid])
+        assert os.getpriority(os.PRIO_PROCESS, ours.pid) == os.getpriority(os.PRIO_PROCESS, 0)
     finally:
-        if host is not None:
-            host.kill()
-            host.wait()
+        for process in (host, ours):
+            if process is not None:
+                process.kill()
+                process.wait()
     assert "wiz_not_loaded" not in sys.modules
 
 
@@ -232,7 +239,6 @@ def test_the_early_host_has_a_process_group_of_its_own_in_wizard_s_session(
 ) -> None:
     """The terminal's Ctrl-C goes to its foreground group only, which the host is not in;
     the scheduler weighs the host's threads with wizard's, so wizard's loading can yield."""
-    import os
 
     from wizard.engines import bundle
     from wizard.runner.harness.pi import early

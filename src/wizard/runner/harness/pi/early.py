@@ -171,10 +171,14 @@ def load_behind_host(modules: Sequence[str], ours: Sequence[int] = ()) -> None:
     wizard, its host and its other processes started early (`ours`: the listing of the
     project's dependency folders, a fraction of a second's work) is running at that moment
     (as `/proc/loadavg` counts), without such a host, or off Linux (which gives a thread a
-    priority of its own). The priority is the thread's alone: the run goes on at its own."""
+    priority of its own). The priority is the thread's alone: the run goes on at its own.
+    Those other processes yield to the host too: they take the same priority."""
     host = _process
     if host is None or sys.platform != "linux" or _busy(host.pid, *ours):
         return
+    for pid in ours:
+        with contextlib.suppress(OSError):  # it has ended
+            os.setpriority(os.PRIO_PROCESS, pid, _LOADING_NICE)
     thread = threading.Thread(target=_load, args=(modules,), name="wizard-loading", daemon=True)
     thread.start()
     thread.join()
