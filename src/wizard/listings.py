@@ -8,9 +8,9 @@ snapshot holds the interpreter's lock, as the Claude Agent SDK's import does, so
 first model request waits for it.
 
 So when the command line says a run is coming (`wizard run`, `wizard skill`), `__main__`
-starts `python -I -m wizard.listings PROJECT` before it loads the rest of wizard
-(`start_ahead`). That process lists the project's dependency folders on another core while
-wizard loads, and prints them (`_main`); the run's journal takes them for its first snapshot
+starts `python -I -m wizard.listings PROJECT` before it loads the rest of wizard (after pi's
+host, when it starts one: `start_ahead`). That process lists the project's dependency folders
+on another core while wizard loads, and prints them (`_main`); the run's journal takes them for its first snapshot
 (`take_ahead`) instead of listing them itself, under the run's lock, and keeps each under its
 digest. What changed in those folders between the listing and the snapshot (a second or so,
 before any of the agent's work) counts as the run's, as anything the user changes during a
