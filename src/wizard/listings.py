@@ -10,12 +10,12 @@ first model request waits for it.
 So when the command line says a run is coming (`wizard run`, `wizard skill`), `__main__`
 starts `python -I -m wizard.listings PROJECT` before it loads the rest of wizard (after pi's
 host, when it starts one: `start_ahead`). That process lists the project's dependency folders
-on another core while wizard loads, and prints them (`_main`); the run's journal takes them for its first snapshot
-(`take_ahead`) instead of listing them itself, under the run's lock, and keeps each under its
-digest. What changed in those folders between the listing and the snapshot (a second or so,
-before any of the agent's work) counts as the run's, as anything the user changes during a
-run does. A listing for another project, or one that did not end well, is not taken: the
-journal lists the folders itself, as before.
+on another core while wizard loads, and prints them (`_main`); the run's journal takes them
+for its first snapshot (`take_ahead`) instead of listing them itself, under the run's lock,
+and keeps each under its digest. What changed in those folders between the listing and the
+snapshot (a second or so, before any of the agent's work) counts as the run's, as anything
+the user changes during a run does. A listing for another project, or one that did not end
+well, is not taken: the journal lists the folders itself, as before.
 
 That process runs in isolated mode (`-I`: no `PYTHONPATH`, no user site, not the working
 folder on its path) from `/`, with nothing of the environment but the locale: nothing of the
