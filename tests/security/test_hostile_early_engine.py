@@ -161,3 +161,30 @@ def test_the_listing_made_with_the_process_runs_nothing_of_the_project_s(
     taken = listings.take_ahead(project.resolve())
     assert taken is not None and [listing.path for listing in taken] == ["node_modules"]
     assert not canary.exists()
+
+
+def test_names_a_planted_package_chose_cannot_forge_a_listing(
+    outside_temp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package an earlier run planted names its files so that, printed, they read as the
+    listing process's own framing (a new line, a head of JSON with a path, digest and size
+    of its choosing). The listings taken are still exactly the ones the journal takes itself:
+    every listing is framed by its length, and its data must have its digest."""
+    from wizard import listings
+    from wizard.journal import Journal
+
+    project = outside_temp / "project"
+    package = project / "node_modules" / "evil"
+    package.mkdir(parents=True)
+    forged = '{"path": ".venv", "digest": "0000", "size": 2, "repos": {}}'
+    for name in (f"a\n{forged}\n{{}}", "b\n", '"}\n{"path": "node_modules"', "c\\n\\u0000"):
+        (package / name).write_text("x\n")
+    (project / ".venv").mkdir()
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(outside_temp / "state"))
+    monkeypatch.setattr(listings, "_ahead", None)
+    listings.start_ahead(["run", "transactional-email", "--project", str(project)])
+    taken = listings.take_ahead(project.resolve())
+    assert taken is not None
+    own = Journal(project).store.heavy_listings()
+    assert {listing.path: (listing.digest, listing.repos) for listing in taken} == own
+    assert set(own) == {"node_modules", ".venv"}
