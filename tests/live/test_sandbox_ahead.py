@@ -347,15 +347,17 @@ RACY = r"""
 import { mkdirSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 const [module, folder] = process.argv.slice(2);
-const { noteFolders, unchanged, folderStamp } = await import(pathToFileURL(module).href);
+const { noteFolders, folderStamp } = await import(pathToFileURL(module).href);
 writeFileSync(`${folder}/a`, "");
 const noted = await noteFolders({ shallow: [], deep: [folder] });
-const [, listing] = noted.get(folder);
+const [, listing] = noted.folders.get(folder);
 // A name made within the same clock tick as the noting: the folder's stamp may be the same.
 writeFileSync(`${folder}/.env`, "");
-const before = unchanged(noted);
-noted.set(folder, [folderStamp(folder), listing]);
-console.log(JSON.stringify({ racy: listing !== null, before, sameStamp: unchanged(noted) }));
+const before = await noted.unchangedNow();
+noted.folders.set(folder, [folderStamp(folder), listing]);
+const sameStamp = await noted.unchangedNow();
+noted.close();
+console.log(JSON.stringify({ racy: listing !== null, before, sameStamp }));
 """
 
 
@@ -371,6 +373,77 @@ def test_a_folder_changed_in_the_tick_it_was_noted_in_is_compared_by_its_listing
     done = subprocess.run([str(bundle.node), str(script), str(MODULE), str(folder)],
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert json.loads(done.stdout) == {"racy": True, "before": False, "sameStamp": False}
+
+
+WATCHED = r"""
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [module, base, change] = process.argv.slice(2);
+const { noteFolders } = await import(pathToFileURL(module).href);
+const many = Array.from({ length: 80 }, (_, i) => `tree/many/${i}`);
+for (const folder of ["tree/a", "tree/b/deep", "named/inner", ...many]) {
+  mkdirSync(`${base}/${folder}`, { recursive: true });
+}
+writeFileSync(`${base}/tree/a/one`, "");
+writeFileSync(`${base}/tree/a/two`, "");
+// Noted well after the tree was made (not racily clean): only the stamps tell a change.
+await new Promise((resolve) => setTimeout(resolve, 200));
+const noted = await noteFolders({ shallow: [`${base}/named/inner`], deep: [`${base}/tree`] });
+// Watched a few at a time once noted: the last folder changed before its watch is set.
+if (change === "between") writeFileSync(`${[...noted.folders.keys()].at(-1)}/.env`, "");
+await noted.watching;
+const still = await noted.unchangedNow();
+const turn = (i) => (i % 2 ? "one" : "two");
+const changes = {
+  between: () => {},
+  // A name made below the walk's root, the check asked in the same tick.
+  deep: () => writeFileSync(`${base}/tree/b/deep/.env`, ""),
+  // The folders above a named one renamed, and another put at its path: no event on it.
+  above: () => {
+    renameSync(`${base}/named`, `${base}/moved`);
+    mkdirSync(`${base}/named/inner`, { recursive: true });
+  },
+  // A flood of events in one folder (two files written in turn: no two alike, which the
+  // kernel would merge) that overflows the kernel's queue before the loop reads any, then a
+  // name made in another: its event is lost.
+  flood: () => {
+    for (let i = 0; i < 20_000; i++) writeFileSync(`${base}/tree/a/${turn(i)}`, `${i}`);
+    writeFileSync(`${base}/tree/b/.env`, "");
+  },
+  // Files written in place, in a folder below the root: nothing the sandbox was made from.
+  contents: () => {
+    for (let i = 0; i < 100; i++) writeFileSync(`${base}/tree/a/${turn(i)}`, `${i}`);
+  },
+};
+changes[change]();
+const after = await noted.unchangedNow();
+noted.close();
+console.log(JSON.stringify({ watched: noted.watched, still, after }));
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "unchanged"),
+    [("deep", False), ("above", False), ("flood", False), ("contents", True), ("between", False)],
+)
+def test_the_folders_a_sandbox_was_made_from_are_watched_and_every_change_is_seen(
+    project: Path, change: str, unchanged: bool
+) -> None:
+    """The check before a command compares only the folders an event named and those where
+    the walk entered the tree; it sees a name made below in the tick before it, a folder
+    above a named one replaced (no event on the named one), a name whose event the kernel
+    dropped after a flood, and a name made in a folder before its watch was set; files
+    written in place are no change."""
+    bundle = engine.installed_bundle()
+    if bundle is None:
+        pytest.skip("pi is not installed (wizard engines install pi)")
+    script = project.parent / "watched.mjs"
+    script.write_text(WATCHED)
+    base = project.parent / "watched"
+    done = subprocess.run([str(bundle.node), str(script), str(MODULE), str(base), change],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    before = change != "between"  # caught when all are watched, by comparing all once more
+    assert json.loads(done.stdout) == {"watched": before, "still": before, "after": unchanged}
 
 
 async def test_a_host_killed_while_a_sandbox_stands_ready_leaves_no_placeholder(

@@ -29,9 +29,11 @@
 //   command: the runtime's mounts depend on which names exist (`.env` files at any depth,
 //   dangerous files, top-level folders), never on what a file holds, and a name that
 //   appears, goes or is replaced changes its folder's mtime. The folders the runtime looks
-//   into are noted once the sandbox is ready; if any differs, the sandbox is thrown away and
-//   the command gets a fresh one. A folder changed so recently that a later change could
-//   share its timestamp is compared by its listing instead (git's "racily clean" rule);
+//   into are noted once the sandbox is ready, and watched (inotify) from then on; if any
+//   differs, the sandbox is thrown away and the command gets a fresh one. Only the folders an
+//   event named, and those where the walk entered the tree, are compared before a command
+//   (`NotedFolders`). A folder changed so recently that a later change could share its
+//   timestamp is compared by its listing too (git's "racily clean" rule);
 // - the command starts exactly as before: after the filter, from the same shell (the path
 //   the runtime resolved), with stdin closed, in its folder, with the environment it asked
 //   for (a sandbox prepared for another environment or folder is not used); its errors come
@@ -113,6 +115,8 @@ const RACY_NS = 50_000_000n;
 // On a file system that keeps whole seconds only, a second and then some.
 const RACY_COARSE_NS = 2_500_000_000n;
 const GLOB = /[*?[\]{}]/;
+// Events after which no watcher's word is trusted: every noted folder is compared again.
+const FLOOD = 1024;
 // A sandbox thrown away that has not gone this long after its socket closed is killed.
 const STUCK_MS = 3_000;
 
@@ -173,20 +177,112 @@ function listing(folder) {
   }
 }
 
-/** The folders `roots` names, as they are now (see `watchedRoots`). */
-export async function noteFolders(roots) {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  const noted = new Map(); // folder -> [stamp, listing if racily clean]
-  // A folder that is not there is noted too: one made there meanwhile is a change.
-  const note = (folder) => {
+/**
+ * The folders the runtime looked into, as they were when a sandbox was made, then watched,
+ * so that the check before each command costs next to nothing however large the project is.
+ * Once every folder is watched, a folder is compared again (its stamp, and its listing if it
+ * changed within a clock tick of the noting) only when the kernel has named it in an event,
+ * or where a walk entered the tree (`/`, each named path, each root of a walk, each folder
+ * reached through a link), since what such a path leads to can change without an event on
+ * it (a folder above it renamed); below, a path changes only with an event on a folder that
+ * is watched. Until then every folder is compared, as is each once more when all are watched
+ * (a change between a folder's noting and its watch has no event): the watches are set after
+ * the sandbox is ready, so that a command given at once does not wait for them.
+ *
+ * The events are read by Node's loop (`fs.watch`, on the process's one inotify instance): the
+ * check first lets the loop read what is queued, which holds every change a command made
+ * before it ended (the kernel queues an event as the change is made, and a command's end is
+ * told after its last process is gone). A folder that cannot be watched (the user's limit of
+ * watches reached, not there) is compared every time, and after a flood of events (which can
+ * overflow the kernel's queue, whose lost events no watcher is told of) every folder is.
+ */
+export class NotedFolders {
+  constructor() {
+    this.folders = new Map(); // folder -> [stamp, listing if racily clean]
+    this.always = new Set(); // the folders compared every time once all are watched
+    this.dirty = new Set(); // and those an event named; null: all of them
+    this.events = 0;
+    this.watchers = [];
+    this.watched = false; // every folder watched, and none changed before its watch
+    this.watching = null; // resolves once `watched` is settled (`noteFolders`)
+    this.closed = false;
+    this.now = BigInt(Date.now()) * 1_000_000n;
+  }
+
+  /** Note `folder` as it is now (compared every time if `entered` there); whether it is a folder. */
+  note(folder, entered) {
+    if (entered) this.always.add(folder);
+    // A folder that is not there is noted too: one made there meanwhile is a change.
     const seen = folderStamp(folder);
-    if (seen === null) return noted.set(folder, [null, null]) && false;
+    if (seen === null) {
+      this.folders.set(folder, [null, null]);
+      return false;
+    }
     const mtime = BigInt(seen.split(":")[0]);
     const margin = mtime % 1_000_000_000n === 0n ? RACY_COARSE_NS : RACY_NS;
-    noted.set(folder, [seen, mtime > now - margin ? listing(folder) : null]);
+    this.folders.set(folder, [seen, mtime > this.now - margin ? listing(folder) : null]);
     return true;
-  };
-  for (const folder of roots.shallow) note(folder);
+  }
+
+  /** Watch every noted folder, a few at a time (the host reads meanwhile), unless closed. */
+  async watch() {
+    let count = 0;
+    for (const folder of this.folders.keys()) {
+      if (this.closed) return;
+      const changed = () => this.changed(folder);
+      try {
+        const watcher = fs.watch(folder, { persistent: false }, changed);
+        watcher.on("error", changed);
+        this.watchers.push(watcher);
+      } catch {
+        this.always.add(folder);
+      }
+      if (++count % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.watched = !this.closed && this.same(this.folders.keys());
+  }
+
+  changed(folder) {
+    if (++this.events >= FLOOD) this.dirty = null;
+    this.dirty?.add(folder);
+  }
+
+  /** Whether each of `folders` is as noted. */
+  same(folders) {
+    for (const folder of folders) {
+      const [was, list] = this.folders.get(folder);
+      if (folderStamp(folder) !== was) return false;
+      if (list !== null && listing(folder) !== list) return false;
+    }
+    return true;
+  }
+
+  /** Whether every noted folder is as it was, by the events read so far. */
+  unchanged() {
+    if (!this.watched || this.dirty === null) return this.same(this.folders.keys());
+    return this.same(this.always) && this.same(this.dirty);
+  }
+
+  /** `unchanged`, once the loop has read every event already queued: the check before a command. */
+  async unchangedNow() {
+    await new Promise((resolve) => setImmediate(resolve));
+    return this.unchanged();
+  }
+
+  /** No longer watched (idempotent). */
+  close() {
+    this.closed = true;
+    for (const watcher of this.watchers.splice(0)) watcher.close();
+  }
+}
+
+/**
+ * The folders `roots` names, as they are now (see `watchedRoots`); they are watched from then
+ * on (`watching` resolves once all are).
+ */
+export async function noteFolders(roots) {
+  const noted = new NotedFolders();
+  for (const folder of roots.shallow) noted.note(folder, true);
   // Links to folders are followed once each (by where they lead), as the runtime's walk does.
   const visited = new Set();
   const stack = roots.deep.map((folder) => [folder, true]);
@@ -198,13 +294,13 @@ export async function noteFolders(roots) {
       try {
         real = fs.realpathSync(folder);
       } catch {
-        note(folder);
+        noted.note(folder, true);
         continue;
       }
       if (visited.has(real)) continue;
       visited.add(real);
     }
-    if (!note(folder)) continue;
+    if (!noted.note(folder, viaLink)) continue;
     let entries;
     try {
       entries = fs.readdirSync(folder, { withFileTypes: true });
@@ -219,16 +315,8 @@ export async function noteFolders(roots) {
     // A large tree takes a while: let the host read the model's reply meanwhile.
     if (++walked % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
   }
+  noted.watching = noted.watch();
   return noted;
-}
-
-/** Whether every noted folder is as it was. */
-export function unchanged(noted) {
-  for (const [folder, [was, list]] of noted) {
-    if (folderStamp(folder) !== was) return false;
-    if (list !== null && listing(folder) !== list) return false;
-  }
-  return true;
 }
 
 /**
@@ -252,7 +340,7 @@ export class SandboxAhead {
    */
   prepare() {
     const kept = this.current;
-    if (kept?.keeps && !kept.busy && kept.child.exitCode === null && unchanged(kept.noted)) {
+    if (kept?.keeps && !kept.busy && kept.child.exitCode === null && kept.noted?.unchanged()) {
       return;
     }
     const settled = this.discard();
@@ -294,7 +382,9 @@ export class SandboxAhead {
       control.once("end", () => reject(new Error("the sandbox did not start")));
       current.gone.then(() => reject(new Error("the sandbox did not start")));
     });
-    current.noted = await noteFolders(this.roots);
+    const noted = await noteFolders(this.roots);
+    current.noted = noted;
+    current.gone.then(() => noted.close());
   }
 
   /**
@@ -340,7 +430,8 @@ export class SandboxAhead {
       dir === this.cwd &&
       !command.includes("\0") &&
       sameEnv(env, current.env) &&
-      unchanged(current.noted);
+      (await current.noted.unchangedNow()) &&
+      this.current === current;
     if (!fits) {
       if (this.current === current) await this.discard();
       return null;

@@ -28,7 +28,7 @@
 import path from "node:path";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
-import { STUB, keepingConfig, noteFolders, unchanged, watchedRoots } from "./sandbox_ahead.mjs";
+import { STUB, keepingConfig, noteFolders, watchedRoots } from "./sandbox_ahead.mjs";
 
 const [entry, settings] = process.argv.slice(2);
 const fail = (message) => {
@@ -53,7 +53,7 @@ lines.on("close", () => {
   );
 });
 say({ ready: true });
-let noted = null; // the folders as the sandbox made ahead saw them
+let noted = null; // the folders as the sandbox made ahead saw them, watched since
 for await (const line of lines) {
   let request;
   try {
@@ -69,10 +69,11 @@ for await (const line of lines) {
       process.chdir(request.cwd);
       say({ id: request.id, wrapped: await SandboxManager.wrapWithSandbox(STUB) });
     } else if (request.op === "note") {
+      noted?.close();
       noted = await noteFolders(watchedRoots(loaded.config, request.cwd));
       say({ id: request.id });
     } else if (request.op === "unchanged") {
-      say({ id: request.id, unchanged: noted !== null && unchanged(noted) });
+      say({ id: request.id, unchanged: noted !== null && (await noted.unchangedNow()) });
     } else if (request.op === "cleanup") {
       SandboxManager.cleanupAfterCommand();
       say({ id: request.id });
