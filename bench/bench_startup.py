@@ -2,7 +2,8 @@
 after its last reply byte before the process exits, and what the sandbox adds to a command.
 
 Run: .venv/bin/python bench/bench_startup.py [--runs 3] [--sizes 0,20000,100000]
-     [--harnesses pi,anthropic] [--think-ms 500] [--ends-only] [--before SRC] [--json FILE]
+     [--harnesses pi,anthropic] [--think-ms 500] [--ends-only | --tools-only] [--before SRC]
+     [--json FILE]
 
 Side by side in one run, for each project size and harness (runs interleaved, medians):
 
@@ -25,6 +26,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
   sandbox adds is given twice: the difference of the two medians (`sandbox_adds`), and the
   median of each run's own difference (`sandbox_adds_paired`: the two are measured one after
   the other in each run, so what drifts between runs on a shared machine drops out).
+
+`--ends-only` measures the start and exit alone (cheap enough for many runs), `--tools-only`
+the tool round trips alone (no start, exit or floor).
 
 With `--before SRC` (another checkout's `src` folder, e.g. a `git worktree` of an older
 commit), every wizard figure is measured for that tree too, interleaved with this one. Each
@@ -259,11 +263,14 @@ def tool_round_trip(harness: str, project: Path, folder: Path, sandboxed: bool,
     )
 
 
-def measure(harness: str, project: Path, folder: Path, src: Path | None, think_ms: int | None
-            ) -> dict[str, float]:  # fmt: skip
-    """One build's start, exit and (unless `think_ms` is None) tool round trips, in ms."""
-    figures = {key: value * 1000 for key, value in
-               start_and_exit(harness, project, folder, src).items()}  # fmt: skip
+def measure(harness: str, project: Path, folder: Path, src: Path | None, think_ms: int | None,
+            ends: bool = True) -> dict[str, float]:  # fmt: skip
+    """One build's start and exit (if `ends`) and (unless `think_ms` is None) tool round trips,
+    in ms."""
+    figures: dict[str, float] = {}
+    if ends:
+        figures = {key: value * 1000 for key, value in
+                   start_and_exit(harness, project, folder, src).items()}  # fmt: skip
     if think_ms is None:
         return figures
     for think, suffix in ((0, ""), (think_ms, "_thinking")):
@@ -277,7 +284,8 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
     """Medians over the runs (and the slowest exit), with what they add to the floors and to a
     plain command."""
     figures = {key: round(statistics.median(run[key] for run in runs), 1) for key in runs[0]}
-    figures["last_byte_to_exit_worst"] = round(max(run["last_byte_to_exit"] for run in runs), 1)
+    if "last_byte_to_exit" in figures:
+        figures["last_byte_to_exit_worst"] = max(round(run["last_byte_to_exit"], 1) for run in runs)
     for name, floor_ms in floors.items():  # engine_floor, and sdk_floor for anthropic
         figures[name] = floor_ms
         over = "over_floor" if name == "engine_floor" else f"over_{name}"
@@ -292,7 +300,7 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
 
 
 def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None,
-          think_ms: int | None) -> dict[str, Any]:  # fmt: skip
+          think_ms: int | None, ends: bool = True) -> dict[str, Any]:  # fmt: skip
     builds: dict[str, Path | None] = {"now": None, **({"before": before} if before else {})}
     results: dict[str, Any] = {"runs": runs, "cores": os.cpu_count(), "think_ms": think_ms,
                                "sizes": {}}  # fmt: skip
@@ -304,8 +312,8 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
             for harness in harnesses:
                 folder = root / f"{harness}-{size}"
                 folder.mkdir()
-                floors: dict[str, list[float]] = {"engine_floor": []}
-                if harness == "anthropic":
+                floors: dict[str, list[float]] = {"engine_floor": []} if ends else {}
+                if harness == "anthropic" and ends:
                     floors["sdk_floor"] = []
                 measured: dict[str, list[dict[str, float]]] = {build: [] for build in builds}
                 # One run of each build first, not measured: the journal's first snapshot of a
@@ -313,11 +321,14 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
                 for src in builds.values():
                     wizard_run(harness, project, folder, [ABORT], src=src)
                 for _ in range(runs):  # interleaved, so a noisy moment hits every column
-                    floors["engine_floor"].append(floor(harness, project, folder) * 1000)
+                    if "engine_floor" in floors:
+                        floors["engine_floor"].append(floor(harness, project, folder) * 1000)
                     if "sdk_floor" in floors:
                         floors["sdk_floor"].append(sdk_floor(project, folder) * 1000)
                     for build, src in builds.items():
-                        measured[build].append(measure(harness, project, folder, src, think_ms))
+                        measured[build].append(
+                            measure(harness, project, folder, src, think_ms, ends)
+                        )
                 medians = {name: round(statistics.median(values), 1)
                            for name, values in floors.items()}  # fmt: skip
                 by_harness[harness] = {
@@ -345,6 +356,8 @@ def main() -> None:
     parser.add_argument("--ends-only", action="store_true",
                         help="start and exit only, no tool round trips (cheap enough for "
                         "many runs)")  # fmt: skip
+    parser.add_argument("--tools-only", action="store_true",
+                        help="the tool round trips only, no start, exit or floor")  # fmt: skip
     parser.add_argument("--before", type=Path,
                         help="another checkout's src folder, measured side by side")  # fmt: skip
     args = parser.parse_args()
@@ -355,7 +368,8 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
     results = bench(args.runs, [int(size) for size in args.sizes.split(",")],
                     args.harnesses.split(","), args.before,
-                    None if args.ends_only else args.think_ms)  # fmt: skip
+                    None if args.ends_only else args.think_ms,
+                    not args.tools_only)  # fmt: skip
     print("(milliseconds, medians)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

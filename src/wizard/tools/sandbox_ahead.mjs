@@ -308,9 +308,11 @@ export async function noteFolders(roots) {
       continue;
     }
     for (const entry of entries) {
-      const child = path.join(folder, entry.name);
-      if (entry.isDirectory()) stack.push([child, false]);
-      else if (entry.isSymbolicLink() && folderStamp(child) !== null) stack.push([child, true]);
+      if (entry.isDirectory()) stack.push([path.join(folder, entry.name), false]);
+      else if (entry.isSymbolicLink()) {
+        const child = path.join(folder, entry.name);
+        if (folderStamp(child) !== null) stack.push([child, true]);
+      }
     }
     // A large tree takes a while: let the host read the model's reply meanwhile.
     if (++walked % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
