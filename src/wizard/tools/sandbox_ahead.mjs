@@ -44,6 +44,7 @@ import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { setImmediate as loopTurn } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 
 // Run by the runtime's shell inside the sandbox, after its filter, where no launcher of
@@ -237,11 +238,12 @@ export class NotedFolders {
       } catch {
         this.always.add(folder);
       }
-      if (++count % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (++count % 64 === 0) await loopTurn();
     }
     this.watched = !this.closed && this.same(this.folders.keys());
   }
 
+  /** An event named `folder` (or its watch failed). */
   changed(folder) {
     if (++this.events >= FLOOD) this.dirty = null;
     this.dirty?.add(folder);
@@ -265,7 +267,7 @@ export class NotedFolders {
 
   /** `unchanged`, once the loop has read every event already queued: the check before a command. */
   async unchangedNow() {
-    await new Promise((resolve) => setImmediate(resolve));
+    await loopTurn();
     return this.unchanged();
   }
 
@@ -315,7 +317,7 @@ export async function noteFolders(roots) {
       }
     }
     // A large tree takes a while: let the host read the model's reply meanwhile.
-    if (++walked % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (++walked % 64 === 0) await loopTurn();
   }
   noted.watching = noted.watch();
   return noted;
