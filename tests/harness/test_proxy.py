@@ -401,10 +401,55 @@ def test_the_proxy_loads_httpx_without_its_command_line_tool() -> None:
     assert done.stdout.split() == ["[]", "True"], done.stdout + done.stderr
 
 
+_FIRST_CONNECTION = """
+import asyncio, sys, threading
+from wizard.runner.harness import proxy
+if sys.argv[1] == "ahead":
+    proxy.make_client_ahead()
+    for thread in threading.enumerate():
+        if thread.name == "gateway-client":
+            thread.join()
+
+async def answer(reader, writer):
+    await reader.readuntil(b"\\r\\n\\r\\n")
+    writer.write(b"HTTP/1.1 200 OK\\r\\ncontent-length: 2\\r\\n\\r\\nok")
+    await writer.drain()
+    writer.close()
+
+async def main():
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    before = set(sys.modules)
+    async with proxy.httpx.AsyncClient() as client:
+        response = await client.get(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/")
+    print(response.status_code, " ".join(sorted(set(sys.modules) - before)))
+
+asyncio.run(main())
+"""
+
+
+def test_the_client_made_ahead_imports_nothing_on_its_first_connection() -> None:
+    """What httpx imports on a client's first connection (its network backend) is imported
+    while the run gets ready (`make_client_ahead`), not on the way to the first model
+    request; without it, the first connection imports it (so a new httpx or anyio that
+    moves it elsewhere fails here)."""
+    import subprocess
+    import sys
+
+    def first_connection(*how: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", _FIRST_CONNECTION, *how],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        status, *imported = done.stdout.split()
+        assert status == "200", done.stdout + done.stderr
+        return imported
+
+    assert "anyio._backends._asyncio" in first_connection("cold")
+    assert first_connection("ahead") == []
+
+
 def test_the_tls_context_made_ahead_is_the_one_the_proxy_takes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`make_tls_context_ahead` loads the CA bundle in a thread of its own while the run gets
+    """`make_client_ahead` loads the CA bundle in a thread of its own while the run gets
     ready; the proxy, asking while it is still being made, takes that one: made once."""
     made: list[str] = []
     entered, allowed = threading.Event(), threading.Event()
@@ -418,12 +463,12 @@ def test_the_tls_context_made_ahead_is_the_one_the_proxy_takes(
     monkeypatch.setattr(proxy_module.httpx, "create_ssl_context", create)
     proxy_module._tls_context.cache_clear()
     try:
-        proxy_module.make_tls_context_ahead()
+        proxy_module.make_client_ahead()
         entered.wait()
         threading.Timer(0.05, allowed.set).start()  # once the proxy below waits for it
         context = proxy_module.tls_context()
         assert proxy_module.tls_context() is context
-        assert made == ["tls-context"]
+        assert made == ["gateway-client"]
     finally:
         allowed.set()
         proxy_module._tls_context.cache_clear()

@@ -251,3 +251,35 @@ async def test_a_host_killed_at_close_is_left_to_the_run_s_end_to_be_waited_for(
     done, _ = await asyncio.wait(reaping, timeout=10)
     assert done == set(reaping)
     live.assert_no_process_left()
+
+
+SHOW_CERTS = """
+require("node:fs").writeFileSync("seen.txt", `certs=${process.env.NODE_EXTRA_CA_CERTS}\\n`);
+"""
+
+
+async def test_the_host_starts_without_the_user_s_node_certificates_and_its_commands_get_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Node reads the certificates NODE_EXTRA_CA_CERTS names as it starts (a tenth of a
+    second); the host, which never speaks TLS, starts without them, and a command the agent
+    runs (`npm install` behind a company's proxy) still gets them, in the sandbox or not."""
+    certs = "/etc/company/ca.pem"
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", certs)
+    hosts: list[dict[str, str]] = []
+
+    def host_env(session: Any) -> None:
+        raw = Path(f"/proc/{session.pid}/environ").read_bytes()
+        hosts.append(dict(entry.split("=", 1) for entry in raw.decode().split("\0") if entry))
+
+    for sandbox in (True, False):
+        project = tmp_path / f"sandboxed-{sandbox}"
+        project.mkdir()
+        (project / "show.js").write_text(SHOW_CERTS)
+        show = {"blocks": [call("bash", command="node show.js")]}
+        scenario = {"responses": [show, said("Done.")]}
+        live = await run_live(project, scenario, on_start=host_env, sandbox=sandbox)
+        assert live.result.ok, live.result
+        assert (project / "seen.txt").read_text() == f"certs={certs}\n"
+        assert "NODE_EXTRA_CA_CERTS" not in hosts[-1]
+        live.assert_no_process_left()

@@ -32,7 +32,7 @@ from wizard.events import (
 from wizard.journal.lock import project_lock
 from wizard.outcome import Outcome, Outro
 from wizard.runner.harness.gate import ToolActivity
-from wizard.runner.harness.proxy import make_tls_context_ahead
+from wizard.runner.harness.proxy import make_client_ahead
 from wizard.runner.harness.registry import make_harness
 from wizard.runner.harness.types import Harness
 from wizard.runner.harness.usage import RunSpend
@@ -82,8 +82,8 @@ class Run:
                 # One run per project: a second one is refused here, before anything is touched.
                 stages.enter_context(project_lock(project, self.run_id, note=self.note))
                 # The engine is checked, then started, while the run gets the rest ready; so is
-                # the gateway's TLS context.
-                make_tls_context_ahead()
+                # the gateway's client (its TLS context, the modules of its first connection).
+                make_client_ahead()
                 preparing = asyncio.create_task(self._engine(harness))
                 await asyncio.sleep(0)
                 prune_expired_previews(plan.environ, self.note, project)

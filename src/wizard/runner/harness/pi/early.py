@@ -68,6 +68,8 @@ _lock = threading.Lock()
 # default, 19 the lowest.
 _LOADING_NICE = 10
 HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
+# The user's NODE_EXTRA_CA_CERTS, as the host gets it: its commands get it back by its name.
+COMMAND_CERTS = "WIZARD_COMMAND_NODE_EXTRA_CA_CERTS"
 # A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
 # up to ~40 characters) into the host's temp folder.
 _SOCKET_DIR_MAX = 64
@@ -99,8 +101,14 @@ def host_launch(engine: NodeBundle, folders: tuple[Path, Path] | None = None) ->
     """A host's command, environment and folders (new ones unless given), on `engine`
     (which the caller has checked)."""
     agent_dir, temp_dir = folders or host_folders()
+    env = child_env()
+    # Node reads the certificates NODE_EXTRA_CA_CERTS names as it starts (a tenth of a second
+    # here). The host never speaks TLS (its one peer is wizard's proxy, on 127.0.0.1), so it
+    # starts without them, and hands the name on to its commands (`host.mjs`'s `commandEnv`).
+    if "NODE_EXTRA_CA_CERTS" in env:
+        env[COMMAND_CERTS] = env.pop("NODE_EXTRA_CA_CERTS")
     env = {
-        **child_env(),
+        **env,
         "PI_CODING_AGENT_DIR": str(agent_dir),
         "PI_OFFLINE": "1",
         "WIZARD_PI_ENTRY": str(engine.sdk_entry),

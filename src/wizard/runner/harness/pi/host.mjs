@@ -388,10 +388,15 @@ function firstCommandEnv(pi) {
   return commandEnv({ ...process.env, PATH });
 }
 
-/** A command's environment: the allowlisted part of pi's, then the sandbox's own variables (a
- * private temp folder and package caches). */
+// The certificates the user's NODE_EXTRA_CA_CERTS names: the host starts without them (Node
+// would read them as it starts, and the host never speaks TLS), its commands get them back.
+const certs = process.env.WIZARD_COMMAND_NODE_EXTRA_CA_CERTS;
+const commandCerts = certs === undefined ? {} : { NODE_EXTRA_CA_CERTS: certs };
+
+/** A command's environment: the allowlisted part of pi's, the user's certificates, then the
+ * sandbox's own variables (a private temp folder and package caches). */
 function commandEnv(env) {
-  return { ...scrubbedEnv(env), ...(launch.sandbox?.env ?? {}) };
+  return { ...scrubbedEnv(env), ...commandCerts, ...(launch.sandbox?.env ?? {}) };
 }
 
 // --- the session ----------------------------------------------------------------------------
