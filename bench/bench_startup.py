@@ -10,6 +10,10 @@ Side by side in one run, for each project size and harness (runs interleaved, me
 - floor: the engine alone, from its process start to its first model request (pi: `pi --mode
   rpc` given a prompt at once; anthropic: the Claude CLI the SDK bundles, `-p`), against the
   same scripted gateway; this is what no wizard can beat;
+- bare floor (pi, where NODE_EXTRA_CA_CERTS is set): the same without those certificates,
+  which Node reads as it starts (a tenth of a second here) and wizard's host, which never
+  speaks TLS, starts without; the floor wizard's own start is measured against at its
+  strictest;
 - SDK floor (anthropic): a Python program that imports the Claude Agent SDK and asks one
   prompt through its client, to its first model request: the engine as any program that
   drives it through the SDK meets it (pi's floor holds its SDK's import likewise);
@@ -129,8 +133,10 @@ def requests(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.endswith("\n")]
 
 
-def floor(harness: str, project: Path, folder: Path) -> float:
-    """The engine alone: process start → its first model request, in seconds."""
+def floor(harness: str, project: Path, folder: Path, *, bare: bool = False) -> float:
+    """The engine alone: process start → its first model request, in seconds. `bare`: pi
+    without the certificates NODE_EXTRA_CA_CERTS names, as wizard's host starts (Node reads
+    them as it starts; the host never speaks TLS)."""
     with gateway(folder, [said("done")] * 4) as (url, log):
         started = time.monotonic()
         if harness == "pi":
@@ -145,7 +151,9 @@ def floor(harness: str, project: Path, folder: Path) -> float:
                  "--provider", PROVIDER, "--model", MODEL],
                 cwd=project, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env={**os.environ, "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"},
+                env={**{name: value for name, value in os.environ.items()
+                        if not (bare and name == "NODE_EXTRA_CA_CERTS")},
+                     "PI_CODING_AGENT_DIR": str(agent), "PI_OFFLINE": "1"},
                 start_new_session=True,
             )  # fmt: skip
             assert process.stdin is not None
@@ -292,7 +300,9 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
     figures = {key: round(statistics.median(run[key] for run in runs), 1) for key in runs[0]}
     if "last_byte_to_exit" in figures:
         figures["last_byte_to_exit_worst"] = max(round(run["last_byte_to_exit"], 1) for run in runs)
-    for name, floor_ms in floors.items():  # engine_floor, and sdk_floor for anthropic
+    # engine_floor; sdk_floor for anthropic; engine_floor_bare for pi, where the user has
+    # NODE_EXTRA_CA_CERTS
+    for name, floor_ms in floors.items():
         figures[name] = floor_ms
         over = "over_floor" if name == "engine_floor" else f"over_{name}"
         figures[over] = round(figures["start_to_first_request"] - floor_ms, 1)
@@ -322,6 +332,8 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
                 floors: dict[str, list[float]] = {"engine_floor": []} if ends else {}
                 if harness == "anthropic" and ends:
                     floors["sdk_floor"] = []
+                if harness == "pi" and ends and "NODE_EXTRA_CA_CERTS" in os.environ:
+                    floors["engine_floor_bare"] = []
                 measured: dict[str, list[dict[str, float]]] = {build: [] for build in builds}
                 # One run of each build first, not measured: the journal's first snapshot of a
                 # new project hashes every file, and would land on whichever build went first.
@@ -332,6 +344,10 @@ def bench(runs: int, sizes: list[int], harnesses: list[str], before: Path | None
                         floors["engine_floor"].append(floor(harness, project, folder) * 1000)
                     if "sdk_floor" in floors:
                         floors["sdk_floor"].append(sdk_floor(project, folder) * 1000)
+                    if "engine_floor_bare" in floors:
+                        floors["engine_floor_bare"].append(
+                            floor(harness, project, folder, bare=True) * 1000
+                        )
                     for build, src in builds.items():
                         measured[build].append(
                             measure(harness, project, folder, src, think_ms, ends)

@@ -36,10 +36,11 @@ def _start_early() -> None:
     of the project's dependency folders."""
     import os
 
-    from wizard.listings import start_ahead
     from wizard.runner.harness.pi.early import load_behind_host, prestart
 
     prestart(sys.argv[1:], os.environ)
+    from wizard.listings import start_ahead  # after the host's start, which waits for nothing
+
     listing = start_ahead(sys.argv[1:])
     load_behind_host(_RUN_MODULES, ours=() if listing is None else (listing,))
 
