@@ -22,6 +22,7 @@ from pathlib import Path
 from wizard.errors import EngineError
 from wizard.events import (
     AnalyticsEvent,
+    EventRecorder,
     EventSink,
     LogLine,
     RunStarted,
@@ -176,18 +177,17 @@ class Run:
 
     async def _work(self, harness: Harness, context: RunContext, workspace: Workspace) -> Outcome:
         """The sequence, journaled, then verified; a cancellation is recorded with what the
-        run used so far, then passes on."""
+        run used so far, then passes on. The journal's first snapshot is taken while the
+        sequence starts its engine (the skill's install, and every tool call, wait for it)."""
         plan = self.plan
-        journal = self.journal or RunJournal.open(
-            workspace.project, self.run_id, plan.program.id, plan.binding, self.sink
-        )
-        journal.watch(context.activity)
-        self.journal = journal
+        opening = asyncio.ensure_future(self._journal(workspace, context.activity))
         try:
-            outcome = await _run_sequence(context, harness)
+            outcome = await _run_sequence(replace(context, snapshot=opening), harness)
         except asyncio.CancelledError:
+            journal = await opening  # a snapshot under way is finished, then recorded so
             journal.amend(journal.finish("cancelled"), usage=asdict(self.spend.total()))
             raise
+        journal = await opening
         record = journal.finish(outcome.status, outcome.error_type)
         try:
             outcome = await verified(outcome, context, journal, record, plan.verify == "off",
@@ -211,6 +211,20 @@ class Run:
         if journal.warning is not None:
             outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
         return outcome
+
+    async def _journal(self, workspace: Workspace, activity: ToolActivity | None) -> RunJournal:
+        """The run's journal (a preview's was opened with its copy), watching the run's tool
+        calls; its first snapshot taken in a thread, whose events are said once it ends."""
+        if self.journal is None:
+            plan, said = self.plan, EventRecorder()
+            self.journal = await asyncio.to_thread(
+                RunJournal.open, workspace.project, self.run_id, plan.program.id, plan.binding, said
+            )
+            self.journal.sink = self.sink
+            for event in said.events:
+                self.sink(event)
+        self.journal.watch(activity)
+        return self.journal
 
     def _finished(self, outcome: Outcome, sandbox: RunSandbox) -> Outcome:
         """The outcome as the user reads it: a preview's said as one, the sandbox's warnings

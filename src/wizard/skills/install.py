@@ -62,6 +62,11 @@ class SkillInstall:
         return f"{fixes[self.kind]} {self.detail}".strip()
 
 
+def planned_install(skill_id: str) -> SkillInstall:
+    """`skill_id`'s install as it will be once it worked: where it goes in the project."""
+    return SkillInstall("ok", skill_id, path=Path(os.path.normpath(SKILLS_ROOT / skill_id)))
+
+
 def install_skill(source: SkillSource, skill_id: str, project_dir: Path) -> SkillInstall:
     """Install `skill_id` from `source` into the project."""
     try:
@@ -93,7 +98,7 @@ def install_skill(source: SkillSource, skill_id: str, project_dir: Path) -> Skil
         shutil.rmtree(beside, ignore_errors=True)
         shutil.copytree(staged, beside)
         replace_folder(beside, target)
-    return SkillInstall("ok", skill_id, path=Path(os.path.normpath(relative)))
+    return planned_install(skill_id)
 
 
 def _unsafe_component(project_dir: Path, relative: Path) -> str | None:

@@ -161,7 +161,9 @@ def _launch(run: RunState, proxy: GatewayProxy, calls: SessionCalls | None) -> E
         api=inputs.gateway.api,
         proxy_url=proxy.url,
         token=proxy.token,
-        gate=ToolGate(run.tools(), run.fence, run.on_decision, run.halt.is_set, calls),
+        gate=ToolGate(
+            run.tools(), run.fence, run.on_decision, run.halt.is_set, calls, inputs.tools_ready
+        ),
         system_prompt=runtime_notes(todo_list=inputs.todo_list),
         shell="bash" not in run.fence.disallowed_tools,
         sandbox=inputs.sandbox,

@@ -17,6 +17,7 @@ nothing of the agent's runs until the gate lets the next one through.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -31,6 +32,7 @@ Before = Callable[[str], Awaitable[None]]
 log = logging.getLogger(__name__)
 
 ENDING = "Blocked: the run is ending; no more tools run."
+UNPREPARED = "Blocked: the run could not be prepared; no tool runs."
 
 
 class ToolActivity:
@@ -120,6 +122,7 @@ class ToolGate:
         on_decision: Callable[[str, Decision], None] = lambda name, decision: None,
         halted: Callable[[], bool] = lambda: False,
         calls: SessionCalls | None = None,
+        ready: asyncio.Future[bool] | None = None,
         before: Before | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
@@ -128,6 +131,9 @@ class ToolGate:
         self.halted = halted
         self.calls = calls or ToolActivity().session()
         self._before = before
+        # What every call waits for before it is judged: what the run makes ready while its
+        # engine starts (`RunInputs.tools_ready`); False: it could not be, and nothing runs.
+        self._ready = ready
 
     def serving(self, *tools: HostTool, before: Before | None = None) -> ToolGate:
         """This gate with more host tools (an engine's stand-in for a tool of its own), and
@@ -135,12 +141,16 @@ class ToolGate:
         away the next command's sandbox before a file tool, as pi's host does; the fence
         must not find that sandbox's placeholders either)."""
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
-                        self.halted, self.calls, before or self._before)  # fmt: skip
+                        self.halted, self.calls, self._ready, before or self._before)  # fmt: skip
 
     async def judge(
         self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
     ) -> Decision:
-        """`permit`, once what must come before any call of `name` is done (`serving`)."""
+        """`permit`, once the run is ready for tools and what must come before any call of
+        `name` is done (`serving`); a refusal if the run could not be made ready."""
+        if self._ready is not None and not await asyncio.shield(self._ready):
+            self.calls.judged(call_id, False)
+            return Decision(False, UNPREPARED)
         if self._before is not None:
             await self._before(name)
         return self.permit(name, arguments, call_id)

@@ -8,6 +8,7 @@ session gets an `EngineLaunch`. Nothing above a harness sees an engine type.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,11 @@ class RunInputs:
     detect_skill_aborts: bool = True
     # The run's tool calls, across its sessions (`ToolActivity`); None: this session's own.
     activity: ToolActivity | None = field(default=None, repr=False)
+    # What every tool call waits for (`ToolGate`): the journal's first snapshot and the
+    # skill's install, made while the engine starts and asks its first request
+    # (`sequence.context.with_skill`); True once made, False when they failed (then no tool
+    # runs). None: nothing to wait for.
+    tools_ready: asyncio.Future[bool] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

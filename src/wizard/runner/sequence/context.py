@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
@@ -24,6 +25,7 @@ from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.skills import skill_tools
 
 DEFAULT_MAX_PARALLEL = 3
+T = TypeVar("T")
 
 
 class RunSettings(TypedDict):
@@ -83,6 +85,9 @@ class RunContext:
     preview: bool = False
     # The tool calls of all the run's sessions (`ToolActivity`), which the journal watches.
     activity: ToolActivity | None = None
+    # The journal's first snapshot, taken while the engine starts (`Run`): the skill's install,
+    # the run's first change, waits for it. None: nothing to wait for.
+    snapshot: asyncio.Future[Any] | None = field(default=None, repr=False)
 
     def run_settings(self) -> RunSettings:
         """The `RunInputs` fields every harness run of this program shares."""
@@ -123,10 +128,54 @@ class RunContext:
         )
 
 
-def install_program_skill(ctx: RunContext) -> SkillInstall | Outcome:
-    """Install the program's skill into the project; the failed outcome if it cannot be."""
+async def with_skill(
+    ctx: RunContext, conversation: Callable[[asyncio.Future[bool]], Awaitable[T]]
+) -> T | Outcome:
+    """`conversation`'s result, run while the program's skill is installed: its engine starts
+    and asks its first request meanwhile, and every tool call waits for the install (`ready`
+    to pass on as `RunInputs.tools_ready`). An install that fails ends the conversation, and
+    the run with the outcome of a failed install, before any tool ran; whichever ends first,
+    the install is waited for, so nothing returns while it is half done."""
+    ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    installing = asyncio.ensure_future(install_program_skill(ctx))
+    installing.add_done_callback(lambda done: ready.set_result(_installed(done)))
+    talking = asyncio.ensure_future(conversation(ready))
+    try:
+        if isinstance(install := await installing, Outcome):
+            return install
+        return await talking
+    finally:
+        if not talking.done():
+            talking.cancel()  # its engine is torn down before this returns
+        await asyncio.wait({talking})
+        if not talking.cancelled():
+            talking.exception()  # raised above, or of no account after a failed install
+
+
+def _installed(install: asyncio.Future[SkillInstall | Outcome]) -> bool:
+    return (
+        not install.cancelled()
+        and install.exception() is None
+        and not isinstance(install.result(), Outcome)
+    )
+
+
+async def install_program_skill(ctx: RunContext) -> SkillInstall | Outcome:
+    """Install the program's skill into the project once the journal's first snapshot is
+    taken (in a thread: the engine goes on starting); the failed outcome if it cannot be. A
+    cancellation waits for an install under way: a thread cannot be stopped halfway, and the
+    run is recorded as it ends only once the skill is in place."""
     program = ctx.program
-    install = install_skill(ctx.skills, program.skill, ctx.project_dir)
+    if ctx.snapshot is not None:
+        await asyncio.shield(ctx.snapshot)
+    installing = asyncio.ensure_future(
+        asyncio.to_thread(install_skill, ctx.skills, program.skill, ctx.project_dir)
+    )
+    try:
+        install = await asyncio.shield(installing)
+    except asyncio.CancelledError:
+        await asyncio.wait({installing})
+        raise
     if install.ok:
         return install
     ctx.sink(

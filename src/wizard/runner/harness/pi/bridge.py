@@ -104,7 +104,8 @@ class HostBridge:
         args = request.get("input") or {}
         if request.get("op") == "permit":
             call_id = request.get("id")
-            decision = self.gate.permit(name, args, call_id if isinstance(call_id, str) else None)
+            call_id = call_id if isinstance(call_id, str) else None
+            decision = await self.gate.judge(name, args, call_id)
             return {
                 "allow": decision.allow,
                 "reason": decision.reason,

@@ -1,7 +1,8 @@
 """The orchestrator sequence: plan the setup as a task graph, then run it, one agent a task.
 
-1. Install the program's skill; the seed run (the planner) fills the queue with
-   `enqueue_task`, nudged at most 3 times while the queue is empty.
+1. Install the program's skill (while the engine starts: `with_skill`); the seed run (the
+   planner) fills the queue with `enqueue_task`, nudged at most 3 times while the queue is
+   empty.
 2. The executor drains the queue, each task in its own engine session (`harness.run_task`).
 3. The verdict: a stop marker in the seed or any task ends the run as `aborted` with its
    reason and source (the program's matched abort case, else `<label> aborted`); a plan
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -21,7 +23,7 @@ from wizard.events import AnalyticsEvent, QueueTaskChanged, SpinnerStarted, Spin
 from wizard.layout import state_root
 from wizard.outcome import AgentErrorType, AgentResult, Outcome, Outro, Usage
 from wizard.runner.harness.types import Harness, TaskRunInputs
-from wizard.runner.sequence.context import RunContext, host_tools, install_program_skill
+from wizard.runner.sequence.context import RunContext, host_tools, with_skill
 from wizard.runner.sequence.orchestrator.executor import drain
 from wizard.runner.sequence.orchestrator.prompts import (
     SEED_NUDGE,
@@ -33,7 +35,7 @@ from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskQueue
 from wizard.runner.sequence.orchestrator.tools import complete_tool, enqueue_tool
 from wizard.runner.sequence.outcomes import AGENT_FINISHED, abort_outcome, route_result
 from wizard.runner.sequence.outros import REPORT_TO, success_outro
-from wizard.skills.install import SkillInstall
+from wizard.skills.install import SkillInstall, planned_install
 from wizard.tools.base import HostTool
 from wizard.tools.fence import Fence
 
@@ -54,6 +56,8 @@ class _Orchestrator:
     ctx: RunContext
     install: SkillInstall
     harness: Harness
+    # What every tool call of its runs waits for (`RunInputs.tools_ready`): the skill's install.
+    ready: asyncio.Future[bool] | None = None
     started: float = field(default_factory=time.monotonic)
     retried: int = 0
     # The tasks a resumed run carried over as finished (they do not run again).
@@ -122,6 +126,7 @@ class _Orchestrator:
             allowed_tools=(*allowed, queue_tool.name) if allowed else (),
             disallowed_tools=(*ctx.program.disallowed_tools, *disallowed),
             tools=tools,
+            tools_ready=self.ready,
             **ctx.run_settings(),
             **run,
         )
@@ -203,10 +208,11 @@ class _Orchestrator:
 
 async def run_orchestrator(ctx: RunContext, harness: Harness) -> Outcome:
     """Run `ctx.program` as a planned task graph on `harness`."""
-    install = install_program_skill(ctx)
-    if isinstance(install, Outcome):
-        return install
-    run = _Orchestrator(ctx, install, harness)
+    return await with_skill(ctx, lambda ready: _orchestrated(ctx, harness, ready))
+
+
+async def _orchestrated(ctx: RunContext, harness: Harness, ready: asyncio.Future[bool]) -> Outcome:
+    run = _Orchestrator(ctx, planned_install(ctx.program.skill), harness, ready)
     run.emit("orchestrator started", program_id=ctx.program.id)
     try:  # every ending, a cancelled one too, reports the run's counts
         return _with_tasks(await _plan_and_drain(run), run)

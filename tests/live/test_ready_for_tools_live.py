@@ -1,0 +1,97 @@
+"""The real engines, through a whole run: the first model request goes out while the skill
+is still being installed, the first tool call waits for the install, and an install that
+fails ends the run with its own outcome before any tool ran (against the scripted gateway,
+no API key)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from wizard.events import EventRecorder
+from wizard.programs import get_program
+from wizard.runner import RunFlags, plan_run, run_program
+from wizard.runner.harness.registry import make_harness
+from wizard.skills.install import planned_install, skill_file
+from wizard.skills.sources import SkillFetchError, SkillSource
+from wizard.testing.gateway import ScriptedGateway
+from wizard.testing.script import call, reply, said
+
+pytestmark = pytest.mark.live
+
+PROGRAM = get_program("transactional-email")
+SKILL_MD = str(skill_file(planned_install(PROGRAM.skill)))
+TOOL = {"pi": "{}", "anthropic": "mcp__wizard__{}"}
+
+
+class _AfterTheFirstRequest:
+    """A skill source whose fetch waits until the gateway has had its first request, then a
+    moment more (the engine's first tool call comes meanwhile), then copies or fails."""
+
+    def __init__(self, source: SkillSource, gateway: ScriptedGateway, fails: bool) -> None:
+        self.source, self.gateway, self.fails = source, gateway, fails
+        self.waited: float | None = None
+
+    def menu(self) -> Any:
+        return self.source.menu()
+
+    def check(self, skill_id: str) -> None:
+        self.source.check(skill_id)
+
+    def fetch(self, skill_id: str, dest: Path) -> None:
+        started = time.monotonic()
+        while not self.gateway.requests and time.monotonic() - started < 30:
+            time.sleep(0.01)
+        self.waited = time.monotonic() - started if self.gateway.requests else None
+        time.sleep(0.5)
+        if self.fails:
+            raise SkillFetchError("the skills server answered 503")
+        self.source.fetch(skill_id, dest)
+
+
+async def _run(engine: str, project: Path, first: dict[str, Any], fails: bool) -> Any:
+    scenario = {"responses": [first, said("Done."), said("[WIZARD-REMARK] none")]}
+    async with ScriptedGateway(scenario) as gateway:
+        plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url=gateway.url,
+                                          harness=engine, no_verify=True), {})  # fmt: skip
+        source = _AfterTheFirstRequest(plan.skills, gateway, fails)
+        harness = make_harness(engine)
+        outcome = await run_program(replace(plan, skills=source), EventRecorder(),
+                                    harness=harness)  # fmt: skip
+        requests = list(gateway.requests)
+    assert source.waited is not None, "no model request while the skill was being installed"
+    alive = [p for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
+    assert alive == [], alive
+    return outcome, requests
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+async def test_the_first_request_goes_out_while_the_skill_installs_and_tools_wait(
+    engine: str, tmp_path: Path
+) -> None:
+    (tmp_path / "app.py").write_text("x = 1\n")
+    first = reply(call(TOOL[engine].format("read"), path=SKILL_MD))
+    outcome, requests = await _run(engine, tmp_path, first, fails=False)
+    assert outcome.status == "unverified", outcome  # it read the skill, and changed nothing
+    sent = str(requests[1].body)
+    assert "name: " in sent and "not found" not in sent.lower()  # the installed SKILL.md
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+async def test_a_skill_install_that_fails_after_the_first_request_runs_no_tool(
+    engine: str, tmp_path: Path
+) -> None:
+    first = reply(
+        call(TOOL[engine].format("write"), path="planted.txt", content="x"),
+        call(TOOL[engine].format("bash"), command="npm init -y"),
+    )
+    outcome, _ = await _run(engine, tmp_path, first, fails=True)
+    assert (outcome.status, outcome.outro.message) == (
+        "failed", "Skill install failed: download-failed"
+    )  # fmt: skip
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
