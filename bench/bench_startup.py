@@ -21,6 +21,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
   request, and its phases from the run's own events (Python and the plan up to `run_started`;
   `run_started` up to the work's spinner: lock, sandbox policy, engine check, first
   snapshot; the spinner up to the engine's first request: skill install, engine start);
+- first run: the same start on the project's first run, with a journal of its own, empty (the
+  first snapshot hashes and stores every file, as on a user's first run on a project; the
+  runs above find their journal's stat cache warm);
 - exit: the scripted reply is `[ABORT] bench stop`; from the gateway's last byte of it to the
   wizard process's exit;
 - tool: five `bash ls` calls, then the abort; the gateway's time from the end of a reply that
@@ -56,6 +59,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -70,6 +74,7 @@ from typing import Any
 
 from wizard.engines.bundle import ensure_bundle
 from wizard.engines.claude import bundled_cli
+from wizard.layout import state_root
 from wizard.runner.harness.pi.session import PROVIDER, models_json
 from wizard.testing.script import call, reply, said
 
@@ -217,9 +222,11 @@ Records = list[dict[str, Any]]
 
 
 def wizard_run(harness: str, project: Path, folder: Path, responses: Records, *extra: str,
-               src: Path | None = None) -> tuple[dict[str, Any], Records, float, int]:  # fmt: skip
+               src: Path | None = None, state: Path | None = None,
+               ) -> tuple[dict[str, Any], Records, float, int]:  # fmt: skip
     """One `wizard run`: its events (each `ts` as seconds since its start), the gateway's
-    records (times since its start too), its exit time since its start, and its exit code."""
+    records (times since its start too), its exit time since its start, and its exit code.
+    `state`: wizard's state folder for this run (its engine record, its journals)."""
     with gateway(folder, responses) as (url, log):
         # The journal keeps every run here: past its limit each run would also prune the
         # store, a cost of its own that would land on some runs and not others.
@@ -229,7 +236,9 @@ def wizard_run(harness: str, project: Path, folder: Path, responses: Records, *e
         if src is not None:  # another tree of wizard's (`--before`), ahead of this one
             environ["PYTHONPATH"] = str(src)
             # Its own state (engine record, journals): formats differ between trees.
-            environ["WIZARD_STATE_DIR"] = str(folder.parent / "state-before")
+            environ["WIZARD_STATE_DIR"] = str(_state(src, folder))
+        if state is not None:
+            environ["WIZARD_STATE_DIR"] = str(state)
         wall, started = time.time(), time.monotonic()
         done = subprocess.run(
             [*WIZARD, "run", "transactional-email", "--project", str(project), "--ci",
@@ -264,6 +273,25 @@ def start_and_exit(harness: str, project: Path, folder: Path, src: Path | None
     }
 
 
+def _state(src: Path | None, folder: Path) -> Path:
+    """The state folder a build's runs keep (the other tree's of `--before`: its own)."""
+    return folder.parent / "state-before" if src is not None else state_root()
+
+
+def first_run(harness: str, project: Path, folder: Path, src: Path | None) -> float:
+    """Start → first request, in seconds, of the project's first run: a state folder holding
+    only the build's engine record (no journal yet)."""
+    state = folder / "first-run-state"
+    shutil.rmtree(state, ignore_errors=True)
+    shutil.copytree(_state(src, folder) / "engines", state / "engines")
+    try:
+        _, records, _, code = wizard_run(harness, project, folder, [ABORT], src=src, state=state)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    assert code == 3 and len(records) == 1, (code, records)
+    return float(records[0]["received_at"])
+
+
 def tool_round_trips(harness: str, project: Path, folder: Path, sandboxed: bool,
                      src: Path | None, think_ms: int = 0) -> list[float]:  # fmt: skip
     """Each time from a reply asking for `bash ls` to the request with its result, the model
@@ -284,6 +312,7 @@ def measure(harness: str, project: Path, folder: Path, src: Path | None, think_m
     if ends:
         figures = {key: value * 1000 for key, value in
                    start_and_exit(harness, project, folder, src).items()}  # fmt: skip
+        figures["first_run_to_first_request"] = first_run(harness, project, folder, src) * 1000
     if think_ms is None:
         return figures
     for think, suffix in ((0, ""), (think_ms, "_thinking")):
@@ -306,6 +335,7 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
         figures[name] = floor_ms
         over = "over_floor" if name == "engine_floor" else f"over_{name}"
         figures[over] = round(figures["start_to_first_request"] - floor_ms, 1)
+        figures[f"first_run_{over}"] = round(figures["first_run_to_first_request"] - floor_ms, 1)
     suffixes = ("", "_thinking", "_standing", "_standing_thinking")
     for suffix in suffixes if "tool_plain" in figures else ():
         sandboxed, plain = "tool_sandboxed" + suffix, "tool_plain" + suffix
