@@ -3,10 +3,12 @@ place, however it ends.
 
 lock → workspace (a preview's copy) → sandbox → engine → journal → sequence → verification →
 record; the engine's stage (its check, then its start where its harness starts it early)
-runs alongside the workspace and the sandbox, and the engine runs nothing of the agent's
-until the sequence gives it its launch. Expected endings come back as an `Outcome`; a
-cancellation (Ctrl-C, a signal) is recorded with what the run used, then passes on; any other
-exception in the sequence becomes a failed `Outcome`, so the CLI always has one to report.
+runs alongside the workspace and the sandbox, the journal's first snapshot alongside the
+sequence's start (its skill's install, and every tool call, wait for it), and the engine
+runs nothing of the agent's until the sequence gives it its launch. Expected endings come
+back as an `Outcome`; a cancellation (Ctrl-C, a signal) is recorded with what the run used,
+then passes on; any other exception in the sequence becomes a failed `Outcome`, so the CLI
+always has one to report.
 """
 
 from __future__ import annotations
