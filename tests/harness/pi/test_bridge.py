@@ -1,9 +1,10 @@
 """The host-tool bridge over the tool gate, and the gate's two halt checks: once the run is
 ending, neither the fence's answer nor a host tool lets anything run (each check alone is
-what a test here needs)."""
+what a test here needs); nor before the run is ready for tools."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,3 +54,32 @@ async def test_a_host_tool_that_raises_is_a_tool_error_and_is_logged(
         result = await gate.call("note", {})
     assert result.is_error and "note failed: tool bug" in result.text
     assert [r.exc_info is not None for r in caplog.records if "note" in r.getMessage()] == [True]
+
+
+async def test_nothing_runs_before_the_run_is_ready_and_nothing_after_it_could_not_be(
+    tmp_path: Path,
+) -> None:
+    """A permit waits for what the run makes ready while its engine starts (the skill's
+    install); a host tool asked before it runs nothing; a failed preparation refuses all."""
+    ran: list[str] = []
+
+    async def handler(args: Mapping[str, Any]) -> ToolResult:
+        ran.append("ran")
+        return ToolResult("done")
+
+    tool = HostTool("note", "Take a note.", schema({}), handler)
+    for made in (True, False):
+        ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        bridge = HostBridge(ToolGate([tool], Fence(tmp_path), ready=ready))
+        permit = asyncio.ensure_future(
+            bridge.handle({"op": "permit", "name": "note", "id": "1", "input": {}})
+        )
+        early = await bridge.handle({"op": "tool", "name": "note", "id": "1", "input": {}})
+        assert early["isError"] and "not ready for tools" in early["text"]
+        await asyncio.sleep(0.05)
+        assert not permit.done()
+        ready.set_result(made)
+        assert (await permit)["allow"] is made
+        late = await bridge.handle({"op": "tool", "name": "note", "id": "2", "input": {}})
+        assert late["isError"] is not made
+    assert ran == ["ran"]

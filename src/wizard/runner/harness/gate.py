@@ -32,7 +32,7 @@ Before = Callable[[str], Awaitable[None]]
 log = logging.getLogger(__name__)
 
 ENDING = "Blocked: the run is ending; no more tools run."
-UNPREPARED = "Blocked: the run could not be prepared; no tool runs."
+UNPREPARED = "Blocked: the run is not ready for tools; nothing runs until its skill is installed."
 
 
 class ToolActivity:
@@ -170,9 +170,12 @@ class ToolGate:
         return decision
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Run one of wizard's host tools; every failure is a tool error for the model."""
+        """Run one of wizard's host tools; every failure is a tool error for the model. Its
+        engine asked `judge` first; one asked before the run is ready runs nothing anyway."""
         if self.halted():
             return ToolResult(ENDING, is_error=True)
+        if self._ready is not None and not (self._ready.done() and self._ready.result()):
+            return ToolResult(UNPREPARED, is_error=True)
         tool = self.tools.get(name)
         if tool is None:
             return ToolResult(f"Error: unknown host tool {name}", is_error=True)
