@@ -236,7 +236,7 @@ def wizard_run(harness: str, project: Path, folder: Path, responses: Records, *e
         if src is not None:  # another tree of wizard's (`--before`), ahead of this one
             environ["PYTHONPATH"] = str(src)
             # Its own state (engine record, journals): formats differ between trees.
-            environ["WIZARD_STATE_DIR"] = str(_state(src, folder))
+            state = state or _state(src, folder)
         if state is not None:
             environ["WIZARD_STATE_DIR"] = str(state)
         wall, started = time.time(), time.monotonic()
