@@ -33,8 +33,10 @@ class _AfterTheFirstRequest:
     """A skill source whose fetch waits until the gateway has had its first request, then a
     moment more (the engine's first tool call comes meanwhile), then copies or fails."""
 
-    def __init__(self, source: SkillSource, gateway: ScriptedGateway, fails: bool) -> None:
-        self.source, self.gateway, self.fails = source, gateway, fails
+    def __init__(
+        self, source: SkillSource, gateway: ScriptedGateway, fails: bool, delay: float
+    ) -> None:
+        self.source, self.gateway, self.fails, self.delay = source, gateway, fails, delay
         self.waited: float | None = None
 
     def menu(self) -> Any:
@@ -48,18 +50,23 @@ class _AfterTheFirstRequest:
         while not self.gateway.requests and time.monotonic() - started < 30:
             time.sleep(0.01)
         self.waited = time.monotonic() - started if self.gateway.requests else None
-        time.sleep(0.5)
+        time.sleep(self.delay)
         if self.fails:
             raise SkillFetchError("the skills server answered 503")
         self.source.fetch(skill_id, dest)
 
 
-async def _run(engine: str, project: Path, first: dict[str, Any], fails: bool) -> Any:
+async def _run(
+    engine: str, project: Path, first: dict[str, Any], fails: bool, delay: float = 0.5,
+    engine_timeout: float | None = None,
+) -> Any:  # fmt: skip
     scenario = {"responses": [first, said("Done."), said("[WIZARD-REMARK] none")]}
     async with ScriptedGateway(scenario) as gateway:
         plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url=gateway.url,
                                           harness=engine, no_verify=True), {})  # fmt: skip
-        source = _AfterTheFirstRequest(plan.skills, gateway, fails)
+        source = _AfterTheFirstRequest(plan.skills, gateway, fails, delay)
+        if engine_timeout is not None:
+            plan = replace(plan, engine_timeout=engine_timeout)
         harness = make_harness(engine)
         outcome = await run_program(replace(plan, skills=source), EventRecorder(),
                                     harness=harness)  # fmt: skip
@@ -95,3 +102,16 @@ async def test_a_skill_install_that_fails_after_the_first_request_runs_no_tool(
         "failed", "Skill install failed: download-failed"
     )  # fmt: skip
     assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+async def test_an_install_slower_than_the_engine_timeout_is_waited_for_not_called_a_hang(
+    engine: str, tmp_path: Path
+) -> None:
+    """The engine's first tool call waits for the install: the engine is silent meanwhile,
+    which is not a hung engine however long the install takes."""
+    first = reply(call(TOOL[engine].format("read"), path=SKILL_MD))
+    outcome, requests = await _run(engine, tmp_path, first, fails=False, delay=3.0,
+                                   engine_timeout=1.0)  # fmt: skip
+    assert outcome.status == "unverified", (outcome.status, outcome.reason)
+    assert "name: " in str(requests[1].body)

@@ -4,16 +4,22 @@ run with its own outcome before any tool ran."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from wizard.events import EventRecorder
+from wizard.journal import Journal
 from wizard.programs import get_program
 from wizard.runner import RunFlags, plan_run, run_program
 from wizard.runner.harness.gate import UNPREPARED
 from wizard.runner.harness.pi.harness import PiHarness
+from wizard.runner.journaling import RunJournal
 from wizard.skills.install import planned_install, skill_file
 from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.testing.fake_session import FakeSession
@@ -80,3 +86,43 @@ async def test_a_skill_that_cannot_be_installed_ends_the_run_before_any_tool_ran
     assert not (tmp_path / "planted.txt").exists()
     assert engine.closed
     assert all(e.get("result") == UNPREPARED for e in engine.events if e["type"] == "tool_end")
+
+
+async def test_a_ctrl_c_while_the_first_snapshot_is_taken_finishes_it_then_records_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run is cancelled (as a Ctrl-C cancels it) while the engine has been prompted and the
+    journal's first snapshot is still being taken: the snapshot is finished, the run recorded
+    as cancelled, no skill installed and nothing of the agent's run."""
+    taking, release = threading.Event(), threading.Event()
+    opened = RunJournal.open
+
+    def slow_open(*args: Any) -> RunJournal:
+        taking.set()
+        assert release.wait(10), "the test never let the snapshot finish"
+        return opened(*args)
+
+    monkeypatch.setattr(RunJournal, "open", slow_open)
+    (tmp_path / "app.py").write_text("x = 1\n")
+    engine = FakeSession([[reply(call("write", path="planted.txt", content="x")), said("-")]])
+    plan = plan_run(PROGRAM, RunFlags(project=tmp_path, gateway_url="http://127.0.0.1:9"),
+                    {"WIZARD_SANDBOX": "off"})  # fmt: skip
+    going = asyncio.ensure_future(
+        run_program(plan, EventRecorder(), run_id="cut", harness=PiHarness(engine))
+    )
+    deadline = time.monotonic() + 10
+    while not (taking.is_set() and engine.prompts):
+        assert time.monotonic() < deadline and not going.done(), "never prompted while taking"
+        await asyncio.sleep(0.01)
+    going.cancel()
+    await asyncio.sleep(0.2)  # the cancellation waits for the snapshot under way
+    assert not going.done()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await going
+    record = Journal(tmp_path).get("cut")
+    assert record is not None and record.status == "cancelled"
+    assert record.changed == []
+    assert not (tmp_path / "planted.txt").exists()
+    assert not (tmp_path / SKILL_MD).exists()
+    assert engine.closed
