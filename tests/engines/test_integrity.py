@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -84,24 +85,55 @@ def test_a_quiet_tree_is_checked_entry_by_entry_and_still_finds_every_change(
     assert tree_changes(engine_tree, record) == [".", "top.js"]
 
 
-def test_a_record_of_the_first_format_is_checked_then_rewritten(
-    engine_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _first_format(entries: dict[str, list[int]]) -> bytes:
+    """A record as wizard wrote it first: one JSON object of lists, the root not in it."""
+    return json.dumps({path: fp for path, fp in entries.items() if path}).encode()
+
+
+def _second_format(entries: dict[str, list[int]]) -> bytes:
+    """A record of the second format: a header, then paths and fingerprints as text."""
+    body = "\0".join(f"{path}\0{' '.join(map(str, fp))}" for path, fp in entries.items())
+    return f'{{"format": 2, "by_entry": true}}\n{body}'.encode()
+
+
+@pytest.mark.parametrize("written", [_first_format, _second_format])
+def test_a_record_of_an_older_format_is_checked_by_a_full_walk_then_rewritten(
+    engine_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    written: Callable[[dict[str, list[int]]], bytes],
+) -> None:  # fmt: skip
     record = tmp_path / "engine.json"
-    entries = [(p.relative_to(engine_tree).as_posix(), p.lstat()) for p in engine_tree.rglob("*")]
-    first = {path: [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
-             for path, info in entries}  # fmt: skip
-    record.write_text(json.dumps(first))
+
+    def old() -> bytes:  # the tree as it is now, in the older format
+        entries = {"": engine_tree.lstat(), **{p.relative_to(engine_tree).as_posix(): p.lstat()
+                                               for p in engine_tree.rglob("*")}}  # fmt: skip
+        return written({path: [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
+                               info.st_ino] for path, info in entries.items()})  # fmt: skip
+
+    record.write_bytes(before := old())
     (engine_tree / "extra.js").write_text("pwn()")
-    assert tree_changes(engine_tree, record) == ["extra.js"]
-    assert json.loads(record.read_text()) == first  # a changed tree's record stays as it was
+    changed = tree_changes(engine_tree, record)
+    assert changed is not None and "extra.js" in changed
+    assert record.read_bytes() == before  # a changed tree's record stays as it was
     (engine_tree / "extra.js").unlink()
-    record.write_text(json.dumps(first))
+    record.write_bytes(old())
     monkeypatch.setattr(integrity, "_RACY_NS", 0)
+    walked: list[Path] = []
+    monkeypatch.setattr(integrity, "tree_fingerprints", _counted(walked))
     assert tree_changes(engine_tree, record) == []
-    assert _by_entry(record)  # rewritten, the root's own stamp with it
+    assert walked and _by_entry(record)  # a full walk, then rewritten with the root's stamp
+    assert tree_changes(engine_tree, record) == [] and len(walked) == 1  # by entry from now
     (engine_tree / "extra.js").write_text("pwn()")
     assert tree_changes(engine_tree, record) == [".", "extra.js"]
+
+
+def _counted(walked: list[Path]) -> Callable[[Path], dict[str, bytes]]:
+    walk = integrity.tree_fingerprints
+
+    def counted(root: Path) -> dict[str, bytes]:
+        walked.append(root)
+        return walk(root)
+
+    return counted
 
 
 def test_the_tree_is_made_read_only_and_can_be_made_removable(engine_tree: Path) -> None:

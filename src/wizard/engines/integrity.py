@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import stat
+import struct
 import time
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -37,19 +38,23 @@ from pathlib import Path
 from wizard.atomic import write_atomically
 from wizard.walk import walk
 
-# A record is a header line (JSON), then each entry's path and fingerprint, NUL-separated.
-_FORMAT = 2
+# A record is a header line (JSON, with the number of entries), then every entry's
+# fingerprint (`_PACKED`), then their paths in the same order, NUL-separated. A record of an
+# older format is checked by a full walk, then rewritten (`_older_record`).
+_FORMAT = 3
+_PACKED = struct.Struct("<QqqqQ")
 # A folder changed this close to the record's making could change again within the same
 # timestamp tick and keep its stamp; such a record is only ever checked by a full walk.
 _RACY_NS = 2_000_000_000
 
 
-def _fingerprint(info: os.stat_result) -> str:
-    """Type and mode, size, modification and change times, inode."""
-    return f"{info.st_mode} {info.st_size} {info.st_mtime_ns} {info.st_ctime_ns} {info.st_ino}"
+def _fingerprint(info: os.stat_result) -> bytes:
+    """Type and mode, size, modification and change times, inode, packed: a check compares
+    the whole tree's at once."""
+    return _PACKED.pack(info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
 
 
-def tree_fingerprints(root: Path) -> dict[str, str]:
+def tree_fingerprints(root: Path) -> dict[str, bytes]:
     """Every file, link and folder beneath `root`, fingerprinted (links not followed)."""
     return {path: _fingerprint(info) for path, _, info in walk(root, lambda name: True)}
 
@@ -87,7 +92,7 @@ def record_tree(root: Path, record: Path) -> None:
     _write_record(record, *_walked(root))
 
 
-def _walked(root: Path) -> tuple[dict[str, str], int]:
+def _walked(root: Path) -> tuple[dict[str, bytes], int]:
     """The tree's fingerprints, `root`'s own under "" (taken before its listing is read), and
     when the walk began."""
     began = time.time_ns()
@@ -95,23 +100,21 @@ def _walked(root: Path) -> tuple[dict[str, str], int]:
     return {"": own, **tree_fingerprints(root)}, began
 
 
-def _write_record(record: Path, entries: dict[str, str], began: int) -> None:
+def _write_record(record: Path, entries: dict[str, bytes], began: int) -> None:
     """Write a record. It may be checked entry by entry (`_as_recorded`) unless a folder in it
     changed within `_RACY_NS` of the walk's start."""
-    stamps = (fp.split(" ") for fp in entries.values())
-    quiet = all(
-        max(int(s[2]), int(s[3])) < began - _RACY_NS for s in stamps if stat.S_ISDIR(int(s[0]))
-    )
-    header = json.dumps({"format": _FORMAT, "by_entry": quiet and "" in entries})
-    body = "\0".join(f"{path}\0{fp}" for path, fp in entries.items())
+    stamps = map(_PACKED.unpack, entries.values())
+    quiet = all(max(s[2], s[3]) < began - _RACY_NS for s in stamps if stat.S_ISDIR(s[0]))
+    header = {"format": _FORMAT, "by_entry": quiet and "" in entries, "entries": len(entries)}
+    paths = "\0".join(entries).encode(errors="surrogateescape")
     record.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(record, f"{header}\n{body}".encode(errors="surrogateescape"), 0o600)
+    write_atomically(record, b"".join([json.dumps(header).encode(), b"\n", *entries.values(),
+                                       paths]), 0o600)  # fmt: skip
 
 
-def _read_record(record: Path) -> tuple[dict[str, str], bool] | None:
+def _read_record(record: Path) -> tuple[dict[str, bytes], bool] | None:
     """A record's entries, and whether it may be checked entry by entry; None when there is
-    none (or it cannot be read). A record of the first format (one JSON object of lists) is
-    read as it was written: checked by a full walk."""
+    none (or it cannot be read)."""
     try:
         data = record.read_bytes()
     except OSError:
@@ -121,29 +124,51 @@ def _read_record(record: Path) -> tuple[dict[str, str], bool] | None:
         header = json.loads(head)
     except ValueError:
         return None
-    if isinstance(header, dict) and "format" not in header:  # the first format
-        return {path: " ".join(map(str, fp)) for path, fp in header.items()}, False
-    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+    if not isinstance(header, dict):
         return None
-    fields = body.decode(errors="surrogateescape").split("\0") if body else []
-    if len(fields) % 2:
+    if header.get("format") != _FORMAT:
+        return _older_record(header, body)
+    count, size = header.get("entries"), _PACKED.size
+    if not isinstance(count, int) or len(body) < count * size:
         return None
-    return dict(zip(fields[0::2], fields[1::2], strict=True)), bool(header.get("by_entry"))
+    paths = body[count * size :].decode(errors="surrogateescape").split("\0") if count else []
+    if len(paths) != count:
+        return None
+    fingerprints = (body[at : at + size] for at in range(0, count * size, size))
+    return dict(zip(paths, fingerprints, strict=True)), bool(header.get("by_entry"))
 
 
-def _as_recorded(root: Path, entries: dict[str, str]) -> bool:
+def _older_record(header: dict[str, object], body: bytes) -> tuple[dict[str, bytes], bool] | None:
+    """A record of a format before this one's entries, to be checked by a full walk (which
+    rewrites it): the first format is one JSON object of lists, the second a header, then
+    each entry's path and its fingerprint's numbers as text, all NUL-separated."""
+    if "format" not in header:
+        listed = [(path, fp) for path, fp in header.items() if isinstance(fp, list)]
+    elif header.get("format") == 2:
+        fields = body.decode(errors="surrogateescape").split("\0") if body else []
+        if len(fields) % 2:
+            return None
+        pairs = zip(fields[0::2], fields[1::2], strict=True)
+        listed = [(path, fp.split(" ")) for path, fp in pairs]
+    else:
+        return None
+    try:
+        return {path: _PACKED.pack(*map(int, fp)) for path, fp in listed}, False
+    except (ValueError, struct.error):
+        return None
+
+
+def _as_recorded(root: Path, entries: dict[str, bytes]) -> bool:
     """Whether every recorded entry, `root` included, still has its fingerprint: one `lstat`
     each, no listing. Nothing was added or removed either: that changes its folder's
     modification and change times, and no process can set a change time back."""
-    base = f"{root}/"
-    for path, fingerprint in entries.items():
+    base, now = f"{root}/", bytearray()
+    for path in entries:
         try:
-            info = os.lstat(base + path if path else root)
+            now += _fingerprint(os.lstat(base + path if path else root))
         except OSError:
             return False
-        if _fingerprint(info) != fingerprint:
-            return False
-    return True
+    return now == b"".join(entries.values())
 
 
 def tree_changes(
@@ -186,7 +211,7 @@ def _covered(within: Collection[str] | None) -> Callable[[str], bool]:
 def file_matches_record(path: Path, sha256_b64: str, cache: Path) -> bool:
     """Whether `path`'s SHA-256 is the one a wheel's RECORD gives (urlsafe base64, no
     padding); a match is remembered against the file's stat, so it is hashed once."""
-    info = _fingerprint(path.stat())
+    info = _fingerprint(path.stat()).hex()
     key = f"{path}:{sha256_b64}"
     with contextlib.suppress(OSError, ValueError):
         if json.loads(cache.read_text()).get(key) == info:
