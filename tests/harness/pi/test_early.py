@@ -163,6 +163,24 @@ def test_wizard_s_own_processes_started_early_do_not_make_the_machine_busy(
     assert early._running_threads(ours.pid) == 0
 
 
+def test_a_thread_of_ours_counted_once_and_not_in_its_process_is_not_a_busy_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The machine's count of running threads and the host's own are read one after the
+    other: a host thread that stops running in between makes one look say busy. Only a
+    machine seen busy at every look is busy."""
+    from wizard.runner.harness.pi import early
+
+    counts = iter([2, 1])  # a thread of the host's counted, then no longer running
+    monkeypatch.setattr(early, "_running_now", lambda: next(counts))
+    monkeypatch.setattr(early, "_running_threads", lambda pid: 0)
+    assert not early._busy(12345)
+    looks: list[int] = []
+    monkeypatch.setattr(early, "_running_now", lambda: looks.append(1) or 2)  # at every look
+    assert early._busy(12345)
+    assert len(looks) == early._BUSY_LOOKS
+
+
 def _recorder(folder: Path, name: str, body: str = "") -> None:
     """A module that records, when imported, its thread's name and priority."""
     (folder / f"{name}.py").write_text(

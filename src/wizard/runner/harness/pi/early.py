@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,8 @@ _lock = threading.Lock()
 # The priority wizard's loading yields to the host's at (`load_behind_host`): 0 is the
 # default, 19 the lowest.
 _LOADING_NICE = 10
+# How many times, how far apart in seconds, the machine is seen busy before it counts as busy.
+_BUSY_LOOKS, _BUSY_GAP = 4, 0.002
 HOST_SCRIPT = Path(__file__).with_name("host.mjs")  # wizard's pi host
 # The user's NODE_EXTRA_CA_CERTS, as the host gets it: its commands get it back by its name.
 COMMAND_CERTS = "WIZARD_COMMAND_NODE_EXTRA_CA_CERTS"
@@ -193,12 +196,20 @@ def load_behind_host(modules: Sequence[str], ours: Sequence[int] = ()) -> None:
 
 
 def _busy(*ours: int) -> bool:
-    """Whether anything but this thread and the threads of the processes `ours` is running
-    now."""
-    try:
-        return _running_now() - 1 - sum(_running_threads(pid) for pid in ours) > 0
-    except (OSError, ValueError, IndexError):
-        return True
+    """Whether anything but this thread and the threads of the processes `ours` is running,
+    at each of a few moments `_BUSY_GAP` apart. The machine's count and each process's are
+    read one after the other, so a thread of ours may be in one and not in the other (the
+    host's threads start and stop running all the time as it loads): one such look is not
+    something else running, which would be seen at every look."""
+    for look in range(_BUSY_LOOKS):
+        try:
+            if _running_now() - 1 - sum(_running_threads(pid) for pid in ours) <= 0:
+                return False
+        except (OSError, ValueError, IndexError):
+            return True
+        if look < _BUSY_LOOKS - 1:
+            time.sleep(_BUSY_GAP)
+    return True
 
 
 def _running_now() -> int:
