@@ -247,6 +247,9 @@ def wizard_run(harness: str, project: Path, folder: Path, responses: Records, *e
         )  # fmt: skip
         exited = time.monotonic() - started
         records = requests(log)
+    if done.returncode not in (0, 3, 4):  # what went wrong, for the assertion that follows
+        said = done.stdout[-4000:] + done.stderr[-4000:]
+        sys.stderr.write(f"wizard exited {done.returncode}:\n{said}\n")
     events: dict[str, Any] = {}
     for line in done.stdout.splitlines():
         event = json.loads(line)

@@ -28,9 +28,17 @@ def test_log_records_go_into_the_run_log_and_never_bare_onto_stderr(
 
 
 def test_outside_a_run_wizard_logs_nothing_to_a_users_terminal() -> None:
+    """A program that uses wizard as a library, without a handler of its own: the records
+    of wizard's modules go nowhere, never to stderr as Python's last resort would write them
+    (while `import wizard` itself loads no `logging`)."""
     import subprocess
     import sys
 
-    code = "import logging, wizard; logging.getLogger('wizard.proxy').warning('bare warning')"
+    code = (
+        "import sys, wizard; assert 'logging' not in sys.modules\n"
+        "from wizard.events import log\n"
+        "from wizard.runner.harness.proxy import log as proxy_log\n"
+        "log.warning('bare warning'); proxy_log.error('bare error')"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr

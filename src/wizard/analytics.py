@@ -9,14 +9,14 @@ before the process exits.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from wizard.events import AnalyticsEvent, Event
+from wizard.logs import logger
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 DEFAULT_HOST = "https://us.i.posthog.com"
 

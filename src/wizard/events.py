@@ -7,13 +7,14 @@ run.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-log = logging.getLogger(__name__)
+from wizard.logs import logger
+
+log = logger(__name__)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import uuid
 from contextlib import ExitStack
 from dataclasses import asdict, replace
@@ -33,6 +32,7 @@ from wizard.events import (
     SpinnerStopped,
 )
 from wizard.journal.lock import project_lock
+from wizard.logs import logger
 from wizard.outcome import Outcome, Outro
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.proxy import make_client_ahead
@@ -49,7 +49,7 @@ from wizard.runner.sequence.orchestrator.sequence import run_orchestrator
 from wizard.runner.verification import checks_wrote, verified
 from wizard.tools.project import AskFunction
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 
 class Run:

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from wizard.logs import logger
 from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.fence import Fence
 
 # What a gate awaits before it judges a call, given the tool's name (`ToolGate.judge`).
 Before = Callable[[str], Awaitable[None]]
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 ENDING = "Blocked: the run is ending; no more tools run."
 UNPREPARED = "Blocked: the run is not ready for tools; nothing runs until its skill is installed."

@@ -34,7 +34,6 @@ import contextlib
 import functools
 import importlib
 import json
-import logging
 import os
 import random
 import secrets
@@ -50,6 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from wizard.httpserver import BadRequest, HttpConnection, Request
+from wizard.logs import logger
 from wizard.runner.harness.usage import RunSpend, UsageMeter
 
 # httpx's package imports its command-line tool whenever Click is installed (the anthropic
@@ -60,7 +60,7 @@ from wizard.runner.harness.usage import RunSpend, UsageMeter
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 import httpx  # noqa: E402
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 _AUTH_HEADERS = ("x-api-key", "authorization")
 _HOP_BY_HOP = frozenset(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import socket
 import struct
 import time
@@ -21,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from wizard.httpserver import BadRequest, HttpConnection, Request
+from wizard.logs import logger
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.testing.gateway import wire
 from wizard.testing.gateway.scenario import (
@@ -33,7 +33,7 @@ from wizard.testing.gateway.scenario import (
     load_scenario,
 )
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 _EVENT_STREAM = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
 _ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai"}

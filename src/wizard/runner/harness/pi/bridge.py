@@ -14,16 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from wizard.logs import logger
 from wizard.runner.harness.gate import ToolGate
 from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 CRITICAL_HOLD_SECONDS = 5.0
 

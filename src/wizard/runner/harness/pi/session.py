@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import logging
 import os
 import signal
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from typing import Any, Protocol
 
 from wizard.engines.bundle import NodeBundle, ensure_bundle
 from wizard.errors import EngineError
+from wizard.logs import logger
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
 from wizard.runner.harness.pi.early import ENGINE_CHECKED, host_launch, remove_folders
@@ -48,7 +48,7 @@ from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, 
 from wizard.tools.limits import MAX_TIMEOUT_S, CommandLimits
 from wizard.tools.shell import absent_placeholders, remove_placeholders
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 PiEvent = dict[str, Any]
 EventCallback = Callable[[PiEvent], None]

@@ -16,14 +16,14 @@ agent reported:
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from wizard.logs import logger
 from wizard.outcome import AgentErrorType, AgentResult
 from wizard.runner.sequence.orchestrator.queue import QueuedTask, TaskError, TaskQueue
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 RunTask = Callable[[QueuedTask], Awaitable[AgentResult]]
 MAX_STARTS = 200
