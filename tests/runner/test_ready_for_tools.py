@@ -104,9 +104,8 @@ async def test_a_ctrl_c_while_the_first_snapshot_is_taken_finishes_it_then_recor
 
     monkeypatch.setattr(RunJournal, "open", slow_open)
     (tmp_path / "app.py").write_text("x = 1\n")
-    engine = FakeSession([[reply(call("write", path="planted.txt", content="x")), said("-")]])
-    plan = plan_run(PROGRAM, RunFlags(project=tmp_path, gateway_url="http://127.0.0.1:9"),
-                    {"WIZARD_SANDBOX": "off"})  # fmt: skip
+    plan, engine = _run(tmp_path, [[reply(call("write", path="planted.txt", content="x")),
+                                    said("-")]])  # fmt: skip
     going = asyncio.ensure_future(
         run_program(plan, EventRecorder(), run_id="cut", harness=PiHarness(engine))
     )
