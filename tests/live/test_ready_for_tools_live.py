@@ -21,6 +21,7 @@ from wizard.skills.install import planned_install, skill_file
 from wizard.skills.sources import SkillFetchError, SkillSource
 from wizard.testing.gateway import ScriptedGateway
 from wizard.testing.script import call, reply, said
+from wizard.tools.shell import SandboxWrapper
 
 pytestmark = pytest.mark.live
 
@@ -115,3 +116,23 @@ async def test_an_install_slower_than_the_engine_timeout_is_waited_for_not_calle
                                    engine_timeout=1.0)  # fmt: skip
     assert outcome.status == "unverified", (outcome.status, outcome.reason)
     assert "name: " in str(requests[1].body)
+
+
+async def test_the_anthropic_shell_s_first_command_finds_its_sandbox_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through a whole run on the real CLI: the first command's sandbox is made once the
+    model has been asked and the skill installed, so no command is wrapped when it comes."""
+    wrapped: list[str] = []
+    wrap = SandboxWrapper.wrapped
+
+    async def counted(self: SandboxWrapper, command: str, folder: Path) -> str:
+        wrapped.append(command)
+        return await wrap(self, command, folder)
+
+    monkeypatch.setattr(SandboxWrapper, "wrapped", counted)
+    first = reply(call(TOOL["anthropic"].format("bash"), command="echo made-ahead"))
+    outcome, requests = await _run("anthropic", tmp_path, first, fails=False)
+    assert outcome.status == "unverified", (outcome.status, outcome.reason)
+    assert "made-ahead" in str(requests[1].body) and wrapped == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".claude"]  # the skill's

@@ -538,6 +538,42 @@ async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
     assert sorted(p.name for p in project.iterdir()) == [".env", "app.js", "config", "made.txt"]
 
 
+async def test_the_anthropic_shell_s_first_sandbox_made_ahead_serves_the_first_command(
+    project: Path,
+) -> None:
+    """Made ahead of the first command (`make_ahead`, as the session does once the model is
+    asked and the run is ready for tools), the first command runs in it and the second in the
+    same one; asked for again once another tool has thrown it away, none is made (that tool
+    must find no sandbox standing), and none stays."""
+    shell = _own_shell(project)
+    before = sorted(p.name for p in project.iterdir())
+    async with shell.wrapping(project) as started:
+        wrapper = started.wrapper
+        assert wrapper is not None
+        wrapped_anew: list[str] = []
+        wrap = wrapper.wrapped
+
+        async def counted(command: str, folder: Path) -> str:
+            wrapped_anew.append(command)
+            return await wrap(command, folder)
+
+        wrapper.wrapped = counted  # type: ignore[method-assign]
+        started.make_ahead(project)
+        assert wrapper._next is not None
+        ahead = await wrapper._next
+        bash = shell_tool(project, started)
+        first = await bash.handler({"command": "cat .env; echo first"})
+        assert SECRET not in first.text and "first" in first.text and not first.is_error
+        assert wrapper._next is not None and await wrapper._next is ahead  # kept
+        second = await bash.handler({"command": "echo second"})
+        assert "second" in second.text and wrapped_anew == []
+        await wrapper.before_call("write")
+        started.make_ahead(project)
+        assert wrapper._next is None
+        assert sorted(p.name for p in project.iterdir()) == before
+    assert sorted(p.name for p in project.iterdir()) == before
+
+
 async def test_the_anthropic_shell_keeps_its_sandbox_while_nothing_it_was_made_from_changed(
     project: Path,
 ) -> None:

@@ -84,6 +84,15 @@ class SandboxedShell:
         runtime's command line until it is `wrapping` too."""
         return replace(self, policy=policy, wrapper=None)
 
+    def make_ahead(self, folder: Path, environ: Mapping[str, str] | None = None) -> None:
+        """Have the first command's sandbox made now, for a command in `folder` (with the
+        environment `run_command` gives it), as each command's end has the next one's made:
+        unless this shell is not `wrapping`, or a command or another tool came first
+        (`SandboxWrapper.prepare_first`)."""
+        if self.wrapper is not None:
+            env = _command_env(self.policy, environ)
+            self.wrapper.prepare_first(folder, env, self.policy.cap_prefix)
+
     @contextlib.asynccontextmanager
     async def wrapping(self, folder: Path) -> AsyncIterator[SandboxedShell]:
         """This shell with the runtime started once on its policy, in `folder`, for as long
@@ -133,6 +142,11 @@ def _inner(command: str, policy: SandboxPolicy) -> str:
     return f"export {exports}\n{command}" if exports else command
 
 
+def _command_env(policy: SandboxPolicy, environ: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment a command is wrapped with: the scrubbed one, and the runtime's own."""
+    return {**child_env(environ), **_runtime_env(policy)}
+
+
 def _runtime_env(policy: SandboxPolicy) -> dict[str, str]:
     """The runtime puts its network bridge's sockets in its TMPDIR and mounts them into the
     sandbox: in a folder the policy closes (the system temp folder) they would be hidden and
@@ -171,6 +185,9 @@ class SandboxWrapper:
         self._ids = itertools.count(1)
         # The next command's sandbox, being made or ready (`prepare`).
         self._next: asyncio.Future[Ahead] | None = None
+        # Whether a command was handed over or a sandbox thrown away (for another tool): the
+        # first sandbox is made ahead only before either (`prepare_first`).
+        self._begun = False
         # What the runtime says on stderr, read as it comes (a full pipe would stall it): the
         # end of it names why it stopped.
         self._said = bytearray()
@@ -209,6 +226,12 @@ class SandboxWrapper:
         `kept` (the last command's, still open) if all it saw is as it was; else a new one
         that waits for its command on a socket, the folders it saw noted."""
         self._next = asyncio.ensure_future(self._keep_or_make(kept, folder, dict(env), cap_prefix))
+
+    def prepare_first(self, folder: Path, env: Mapping[str, str], cap_prefix: str) -> None:
+        """`prepare` the first command's sandbox, unless a command or another tool has come
+        (each command's end prepares the next; another tool must find no sandbox standing)."""
+        if not self._begun and self._next is None:
+            self.prepare(folder, env, cap_prefix)
 
     async def _keep_or_make(
         self, kept: Ahead | None, folder: Path, env: dict[str, str], cap_prefix: str
@@ -264,6 +287,7 @@ class SandboxWrapper:
     async def take(self, command: str, folder: Path, env: Mapping[str, str]) -> Ahead | None:
         """The sandbox made ahead, for `command` in `folder` with `env`, if it is ready and
         nothing it saw has changed; else None (it is thrown away: wrap the command anew)."""
+        self._begun = True
         made, self._next = self._next, None
         if made is None:
             return None
@@ -285,6 +309,7 @@ class SandboxWrapper:
         One still being made is waited for, never cancelled: the runtime would go on making
         it, and its placeholders would appear after this returned (in front of the file tool
         this clears the way for), with nobody left to remove them."""
+        self._begun = True
         async with self.lock:
             made, self._next = self._next, None
             if made is None:
@@ -414,7 +439,7 @@ async def run_command(
         return await _run_argv(shell_command(command, sandbox), folder, timeout,
                                child_env(environ))  # fmt: skip
     inner = _inner(command, sandbox.policy)
-    env = {**child_env(environ), **_runtime_env(sandbox.policy)}
+    env = _command_env(sandbox.policy, environ)
     async with wrapper.lock:
         ahead = await wrapper.take(inner, folder, env)
         try:

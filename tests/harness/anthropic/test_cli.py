@@ -186,3 +186,61 @@ async def test_a_cli_started_for_a_session_that_never_connects_is_killed_at_clos
     await session.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+class _Shell:
+    """Stands in for wizard's sandboxed shell: records when its first sandbox is asked for."""
+
+    def __init__(self) -> None:
+        self.made: list[Path] = []
+
+    def make_ahead(self, folder: Path) -> None:
+        self.made.append(folder)
+
+
+@pytest.mark.parametrize("first", ["asked", "ready"])
+async def test_the_shell_s_first_sandbox_waits_for_the_first_request_and_for_tools(
+    tmp_path: Path, first: str
+) -> None:
+    """The first command's sandbox is made once the run is ready for tools (its snapshot
+    taken: a sandbox stands placeholders in the project) and the CLI's first model request
+    has gone out (its start is not slowed), whichever comes last."""
+    ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    asked = asyncio.Event()
+    launch = EngineLaunch(
+        project_dir=tmp_path, model="m", api="anthropic-messages", proxy_url="http://127.0.0.1:1",
+        token="t", gate=ToolGate([], Fence(tmp_path), ready=ready), asked=asked,
+    )  # fmt: skip
+    shell = _Shell()
+    making = asyncio.ensure_future(ClaudeSession(launch, _no_sdk)._sandbox_ahead(shell))  # type: ignore[arg-type]
+    for step in (first, "ready" if first == "asked" else "asked"):
+        await asyncio.sleep(0.01)
+        assert shell.made == [] and not making.done()
+        if step == "asked":
+            asked.set()
+        else:
+            ready.set_result(True)
+    await asyncio.wait_for(making, 5)
+    assert shell.made == [tmp_path]
+
+
+async def test_the_shell_makes_no_sandbox_ahead_for_a_run_that_could_not_be_readied(
+    tmp_path: Path,
+) -> None:
+    """A failed install (no tool runs) makes no sandbox, however the model is asked."""
+    ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    asked = asyncio.Event()
+    asked.set()
+    launch = EngineLaunch(
+        project_dir=tmp_path, model="m", api="anthropic-messages", proxy_url="http://127.0.0.1:1",
+        token="t", gate=ToolGate([], Fence(tmp_path), ready=ready), asked=asked,
+    )  # fmt: skip
+    shell = _Shell()
+    making = asyncio.ensure_future(ClaudeSession(launch, _no_sdk)._sandbox_ahead(shell))  # type: ignore[arg-type]
+    ready.set_result(False)
+    await asyncio.wait_for(making, 5)
+    assert shell.made == []
+
+
+async def _no_sdk() -> Any:
+    raise EngineError("no SDK here")

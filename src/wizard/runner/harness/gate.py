@@ -143,12 +143,16 @@ class ToolGate:
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
                         self.halted, self.calls, self._ready, before or self._before)  # fmt: skip
 
+    async def ready(self) -> bool:
+        """Whether the run is ready for tools, once it is known (`RunInputs.tools_ready`)."""
+        return self._ready is None or await asyncio.shield(self._ready)
+
     async def judge(
         self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
     ) -> Decision:
         """`permit`, once the run is ready for tools and what must come before any call of
         `name` is done (`serving`); a refusal if the run could not be made ready."""
-        if self._ready is not None and not await asyncio.shield(self._ready):
+        if not await self.ready():
             self.calls.judged(call_id, False)
             return Decision(False, UNPREPARED)
         if self._before is not None:

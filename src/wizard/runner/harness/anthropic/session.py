@@ -317,7 +317,26 @@ class ClaudeSession:
             said = f"the sandbox runtime for wizard's bash did not start: {exc}"
             raise EngineError(said) from exc
         self._wrapper = started.wrapper
+        ahead = asyncio.ensure_future(self._sandbox_ahead(started))
+        self._exits.push_async_callback(_cancelled, ahead)  # before the runtime ends
         return [shell_tool(launch.project_dir, started)]
+
+    async def _sandbox_ahead(self, shell: SandboxedShell) -> None:
+        """Make the first command's sandbox once the run is ready for tools (the project's
+        first snapshot taken: the sandbox stands placeholders in the project) and the first
+        model request has gone out (the CLI then waits on the model; its start is not slowed),
+        so that the first command finds it made, and the second finds it kept."""
+        launch = self.launch
+        if launch.asked is None or not await launch.gate.ready():
+            return
+        await launch.asked.wait()
+        shell.make_ahead(launch.project_dir)
+
+
+async def _cancelled(task: asyncio.Future[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 @contextlib.contextmanager
