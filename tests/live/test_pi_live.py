@@ -7,7 +7,9 @@ the cancellation, the stream is cut early, and no request follows the marker.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ import pytest
 from tests.live.conftest import run_live
 from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType
+from wizard.runner.harness.pi import session as pi_session
+from wizard.runner.harness.pi.early import host_launch
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings, RunInputs
 from wizard.signals import REMARK_INSTRUCTION
@@ -235,6 +239,43 @@ async def test_an_abort_while_the_sandbox_starts_leaves_no_bridge(tmp_path: Path
         live.assert_no_process_left()
     await asyncio.sleep(0.2)  # a bridge killed just now is gone from the table
     assert _bridges() - before == set()
+
+
+# A sandbox runtime that never finishes loading, in a host that would answer its input's end
+# only once it had (as a host whose one thread a large module's load holds does), and that
+# tells of being asked to stop.
+STUCK_RUNTIME = """
+import fs from "node:fs";
+process.stdin.removeAllListeners("end");
+process.on("SIGTERM", () => fs.writeFileSync({marker}, "asked to stop"));
+setInterval(() => {{}}, 1000);
+await new Promise(() => {{}});
+"""
+
+
+async def test_a_host_that_told_of_no_tool_call_is_ended_without_being_asked_to_leave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `[ABORT]` in the first reply, while the host still loads the sandbox runtime: the
+    host told of no tool call, so it made no sandbox and ran no command, and the session's
+    close ends it at once instead of waiting for it to say it has left (which a host busy
+    loading says only once the load is done: 0.05-0.2 s here); nothing of it is left."""
+    marker = tmp_path / "asked-to-stop"
+    stuck = tmp_path / "stuck-runtime.mjs"
+    stuck.write_text(STUCK_RUNTIME.format(marker=json.dumps(str(marker))))
+
+    def stuck_loading(engine: Any, folders: Any = None) -> Any:
+        launch = host_launch(engine, folders)
+        return replace(launch, env={**launch.env, "WIZARD_SANDBOX_ENTRY": str(stuck)})
+
+    monkeypatch.setattr(pi_session, "host_launch", stuck_loading)
+    project = tmp_path / "project"
+    project.mkdir()
+    # The model takes a moment: the runtime's load has begun when the marker comes.
+    live = await run_live(project, {"responses": [said("[ABORT] stop", latency_ms=300), NEVER]})
+    assert live.result.error is AgentErrorType.ABORT
+    live.assert_no_process_left()
+    assert not marker.exists()
 
 
 async def test_a_host_killed_at_close_is_left_to_the_run_s_end_to_be_waited_for(

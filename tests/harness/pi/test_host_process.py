@@ -96,3 +96,28 @@ def test_a_session_leaves_the_wait_for_a_host_that_left_to_its_reaping_list(
         assert process.killed and not returned
 
     asyncio.run(both())
+
+
+def test_an_abort_after_the_run_ended_asks_pi_nothing(tmp_path: Path) -> None:
+    """The driver aborts a turn whose marker it saw; once the run's end has been read (the
+    marker came with the reply's last bytes), pi has nothing to abort and is not asked (its
+    answer, from a host still busy, took up to 20 ms of the exit). Before that, it is."""
+    import asyncio
+
+    from wizard.errors import EngineError
+    from wizard.runner.harness.gate import ToolGate
+    from wizard.runner.harness.pi.session import PiSession
+    from wizard.runner.harness.types import EngineLaunch, PromptResult
+    from wizard.tools.fence import Fence
+
+    async def abort() -> None:
+        gate = ToolGate([], Fence(tmp_path))
+        launch = EngineLaunch(tmp_path, "m", "anthropic-messages", "http://127.0.0.1:9", "t", gate)
+        session = PiSession(launch)  # no host: a command it sent would fail
+        session._run_done = asyncio.get_running_loop().create_future()
+        with pytest.raises(EngineError, match="not running"):
+            await session.abort()
+        session._run_done.set_result(PromptResult("stop"))
+        await session.abort()
+
+    asyncio.run(abort())

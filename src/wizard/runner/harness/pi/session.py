@@ -183,6 +183,9 @@ class PiSession:
         self._eof = asyncio.Event()
         # The host said it is leaving: its session, commands and sandbox helpers are done.
         self._left = asyncio.Event()
+        # Whether the host told of a tool call: the sandbox is made and thrown away around
+        # tool calls only (`host.mjs`), so a host that told of none has nothing to leave.
+        self._tools_told = False
         # Names where the sandbox may stand placeholders in (the next command's sandbox is made
         # while the model thinks) that were not there before: a host that could not clean up
         # after itself (killed) leaves them, and `close` removes them.
@@ -260,6 +263,12 @@ class PiSession:
             if not stopped and self._run_done is not None and not self._run_done.done():
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.abort(), 5)
+            if not self._tools_told and (self._run_done is None or self._run_done.done()):
+                # Every event it wrote came before its run's end (or it never ran one), so
+                # it made no sandbox and ran no command: its processes are its own group's
+                # (its runtime's bridges), ended below; a host still loading the runtime
+                # would only say it has left once the load is done (0.05-0.2 s here).
+                self._left.set()
             survivors = descendants(process.pid)
             if stopped:
                 with contextlib.suppress(ProcessLookupError):
@@ -334,8 +343,10 @@ class PiSession:
         return await self._run_done
 
     async def abort(self) -> None:
-        """Abort the current run; returns once pi has ended it."""
-        await self._command({"type": "abort"})
+        """Abort the current run; returns once pi has ended it (at once if it has: its end
+        was read, and pi's answer would only say so)."""
+        if self._run_done is None or not self._run_done.done():
+            await self._command({"type": "abort"})
 
     async def stats(self) -> SessionStats:
         """Token usage of the session so far."""
@@ -398,6 +409,7 @@ class PiSession:
         if kind == "left":
             self._left.set()
             return
+        self._tools_told = self._tools_told or kind in ("tool_start", "tool_end")
         if kind == "ready" and self._ready is not None and not self._ready.done():
             self._ready.set_result(None)
             return
