@@ -26,6 +26,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
   runs above find their journal's stat cache warm);
 - exit: the scripted reply is `[ABORT] bench stop`; from the gateway's last byte of it to the
   wizard process's exit;
+- exit after work: the same from the abort that ends the sandboxed tool runs below (a
+  sandbox made ahead for the next command stands then, and goes at the exit), with replies at
+  once and with the model thinking (`exit_after_work`, `exit_after_work_thinking`);
 - tool: five `bash ls` calls, then the abort; the gateway's time from the end of a reply that
   asks for the call to the request that brings its result, sandboxed and `--no-sandbox`: once
   with replies at once, and once with the model taking `--think-ms` (500) before each reply's
@@ -296,15 +299,19 @@ def first_run(harness: str, project: Path, folder: Path, src: Path | None) -> fl
 
 
 def tool_round_trips(harness: str, project: Path, folder: Path, sandboxed: bool,
-                     src: Path | None, think_ms: int = 0) -> list[float]:  # fmt: skip
+                     src: Path | None, think_ms: int = 0) -> tuple[list[float], float]:  # fmt: skip
     """Each time from a reply asking for `bash ls` to the request with its result, the model
-    taking `think_ms` before each reply."""
+    taking `think_ms` before each reply (the `[ABORT]` after the calls too); and the time from
+    that abort's last byte to the exit (after work: a sandbox made ahead stands then)."""
     calls = [reply(call(TOOL_NAME[harness], command="ls"), latency_ms=think_ms)
              for _ in range(TOOL_CALLS)]  # fmt: skip
     extra = () if sandboxed else ("--no-sandbox",)
-    _, records, _, code = wizard_run(harness, project, folder, [*calls, ABORT], *extra, src=src)
+    abort = said("[ABORT] bench stop", latency_ms=think_ms)
+    _, records, exited, code = wizard_run(harness, project, folder, [*calls, abort], *extra,
+                                          src=src)  # fmt: skip
     assert code == 3 and len(records) == TOOL_CALLS + 1, (code, len(records))
-    return [records[i + 1]["received_at"] - records[i]["ended_at"] for i in range(TOOL_CALLS)]
+    trips = [records[i + 1]["received_at"] - records[i]["ended_at"] for i in range(TOOL_CALLS)]
+    return trips, exited - records[-1]["ended_at"]
 
 
 def measure(harness: str, project: Path, folder: Path, src: Path | None, think_ms: int | None,
@@ -320,9 +327,10 @@ def measure(harness: str, project: Path, folder: Path, src: Path | None, think_m
         return figures
     for think, suffix in ((0, ""), (think_ms, "_thinking")):
         for sandboxed, name in ((False, "tool_plain"), (True, "tool_sandboxed")):
-            trips = tool_round_trips(harness, project, folder, sandboxed, src, think)
+            trips, exit_s = tool_round_trips(harness, project, folder, sandboxed, src, think)
             figures[name + suffix] = statistics.median(trips) * 1000
             figures[name + "_standing" + suffix] = statistics.median(trips[STANDING:]) * 1000
+        figures["exit_after_work" + suffix] = exit_s * 1000  # the sandboxed run's
     return figures
 
 
