@@ -121,8 +121,9 @@ async def test_an_install_slower_than_the_engine_timeout_is_waited_for_not_calle
 async def test_the_anthropic_shell_s_first_command_finds_its_sandbox_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through a whole run on the real CLI: the first command's sandbox is made once the
-    model has been asked and the skill installed, so no command is wrapped when it comes."""
+    """Through a whole run on the real CLI: the first command's sandbox is made as the
+    model's `bash` call streams, once the skill is installed, so no command is wrapped when
+    it comes."""
     wrapped: list[str] = []
     wrap = SandboxWrapper.wrapped
 

@@ -541,8 +541,8 @@ async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
 async def test_the_anthropic_shell_s_first_sandbox_made_ahead_serves_the_first_command(
     project: Path,
 ) -> None:
-    """Made ahead of the first command (`make_ahead`, as the session does once the model is
-    asked and the run is ready for tools), the first command runs in it and the second in the
+    """Made ahead of the first command (`make_ahead`, as the session does once the model's
+    first `bash` call streams), the first command runs in it and the second in the
     same one; asked for again once another tool has thrown it away, none is made (that tool
     must find no sandbox standing), and none stays."""
     shell = _own_shell(project)

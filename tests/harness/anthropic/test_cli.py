@@ -198,28 +198,40 @@ class _Shell:
         self.made.append(folder)
 
 
-@pytest.mark.parametrize("first", ["asked", "ready"])
-async def test_the_shell_s_first_sandbox_waits_for_the_first_request_and_for_tools(
-    tmp_path: Path, first: str
-) -> None:
-    """The first command's sandbox is made once the run is ready for tools (its snapshot
-    taken: a sandbox stands placeholders in the project) and the CLI's first model request
-    has gone out (its start is not slowed), whichever comes last."""
-    ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    asked = asyncio.Event()
+def _tool_use(index: int, name: str) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": f"t{index}", "name": name, "input": {}}
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+async def _sandbox_ahead(
+    tmp_path: Path, ready: asyncio.Future[bool]
+) -> tuple[ClaudeSession, _Shell, asyncio.Future[None]]:
     launch = EngineLaunch(
         project_dir=tmp_path, model="m", api="anthropic-messages", proxy_url="http://127.0.0.1:1",
-        token="t", gate=ToolGate([], Fence(tmp_path), ready=ready), asked=asked,
+        token="t", gate=ToolGate([], Fence(tmp_path), ready=ready),
     )  # fmt: skip
-    shell = _Shell()
-    making = asyncio.ensure_future(ClaudeSession(launch, _no_sdk)._sandbox_ahead(shell))  # type: ignore[arg-type]
-    for step in (first, "ready" if first == "asked" else "asked"):
-        await asyncio.sleep(0.01)
-        assert shell.made == [] and not making.done()
-        if step == "asked":
-            asked.set()
-        else:
-            ready.set_result(True)
+    session, shell = ClaudeSession(launch, _no_sdk), _Shell()
+    making = asyncio.ensure_future(session._sandbox_ahead(shell))  # type: ignore[arg-type]
+    return session, shell, making
+
+
+async def test_the_shell_s_first_sandbox_is_made_as_the_first_bash_call_streams(
+    tmp_path: Path,
+) -> None:
+    """The first command's sandbox is made as the model's first `bash` call begins to stream
+    (not for text, nor for another tool, which must find no sandbox standing), once the run
+    is ready for tools (its snapshot taken: a sandbox stands placeholders in the project)."""
+    ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    session, shell, making = await _sandbox_ahead(tmp_path, ready)
+    session._on_stream({"type": "content_block_start", "index": 0,
+                        "content_block": {"type": "text", "text": "[STATUS] x"}})  # fmt: skip
+    session._on_stream(_tool_use(1, "mcp__wizard__write"))
+    await asyncio.sleep(0.01)
+    assert shell.made == [] and not making.done()
+    session._on_stream(_tool_use(2, "mcp__wizard__bash"))
+    await asyncio.sleep(0.01)
+    assert shell.made == [] and not making.done()  # the run is not ready for tools yet
+    ready.set_result(True)
     await asyncio.wait_for(making, 5)
     assert shell.made == [tmp_path]
 
@@ -227,16 +239,10 @@ async def test_the_shell_s_first_sandbox_waits_for_the_first_request_and_for_too
 async def test_the_shell_makes_no_sandbox_ahead_for_a_run_that_could_not_be_readied(
     tmp_path: Path,
 ) -> None:
-    """A failed install (no tool runs) makes no sandbox, however the model is asked."""
+    """A failed install (no tool runs) makes no sandbox, whatever the model calls."""
     ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    asked = asyncio.Event()
-    asked.set()
-    launch = EngineLaunch(
-        project_dir=tmp_path, model="m", api="anthropic-messages", proxy_url="http://127.0.0.1:1",
-        token="t", gate=ToolGate([], Fence(tmp_path), ready=ready), asked=asked,
-    )  # fmt: skip
-    shell = _Shell()
-    making = asyncio.ensure_future(ClaudeSession(launch, _no_sdk)._sandbox_ahead(shell))  # type: ignore[arg-type]
+    session, shell, making = await _sandbox_ahead(tmp_path, ready)
+    session._on_stream(_tool_use(0, "mcp__wizard__bash"))
     ready.set_result(False)
     await asyncio.wait_for(making, 5)
     assert shell.made == []

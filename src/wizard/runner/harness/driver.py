@@ -169,7 +169,6 @@ def _launch(run: RunState, proxy: GatewayProxy, calls: SessionCalls | None) -> E
         sandbox=inputs.sandbox,
         engine_timeout=inputs.engine_timeout,
         log=lambda line: inputs.sink(LogLine(f"[{run.engine}] {line}", "debug")),
-        asked=proxy.asked,
     )
 
 

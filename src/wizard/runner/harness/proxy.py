@@ -192,9 +192,6 @@ class GatewayProxy:
         self.fault: str | None = None
         self._out_of_reach = "no answer"  # why the last attempt could not connect
         self.requests = 0
-        # Set once the engine's first model request is relayed: the engine then waits on the
-        # model, and what a session makes ahead no longer slows the engine's start.
-        self.asked = asyncio.Event()
         # What the run has spent (shared by its sessions); this session's part of it.
         self.spend = spend
         self.meter = spend.meter() if spend is not None else UsageMeter()
@@ -247,7 +244,6 @@ class GatewayProxy:
                 return await self._refuse(connection, why)
             self.meter.turns += 1
             self.meter.started()
-            self.asked.set()
             try:
                 response = await self._send(self._upstream_request(request))
                 if response is None:

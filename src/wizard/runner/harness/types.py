@@ -81,9 +81,6 @@ class EngineLaunch:
     engine_timeout: float = 150.0
     # Where the engine's own diagnostics go (shown with --debug).
     log: Callable[[str], None] = field(default=lambda line: None, repr=False)
-    # Set once the engine's first model request has gone out (`GatewayProxy.asked`); None:
-    # never known.
-    asked: asyncio.Event | None = field(default=None, repr=False)
 
 
 class AgentSession(Protocol):

@@ -40,12 +40,12 @@ from wizard.atomic import write_atomically
 from wizard.engines.bundle import installed_bundle
 from wizard.engines.claude import bundled_cli
 from wizard.errors import EngineError
-from wizard.runner.harness.anthropic.adapter import SERVER, GateHooks, mcp_server
+from wizard.runner.harness.anthropic.adapter import SERVER, GateHooks, fence_call, mcp_server
 from wizard.runner.harness.anthropic.cli import CliConfig, start_cli
 from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
 from wizard.tools.base import HostTool
 from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
-from wizard.tools.shell import SandboxedShell, SandboxWrapper, shell_tool
+from wizard.tools.shell import SHELL_TOOL, SandboxedShell, SandboxWrapper, shell_tool
 
 ClientFactory = Callable[[Any], Any]
 Event = dict[str, Any]
@@ -80,6 +80,8 @@ class ClaudeSession:
         self._exits = contextlib.AsyncExitStack()
         # The shell's runtime, started once for the session (None without the OS sandbox).
         self._wrapper: SandboxWrapper | None = None
+        # Set as the model's first call of the shell begins to stream (`_sandbox_ahead`).
+        self._bash_coming = asyncio.Event()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -215,11 +217,15 @@ class ClaudeSession:
                 self._error = "; ".join(message.errors or []) or str(message.result or "error")
 
     def _on_stream(self, event: Event) -> None:
-        """A raw Messages API stream event: text blocks become text events."""
+        """A raw Messages API stream event: text blocks become text events; the start of a
+        `bash` call is noted (`_sandbox_ahead`)."""
         kind, index = event.get("type"), int(event.get("index") or 0)
         if kind == "content_block_start":
             block = event.get("content_block") or {}
-            if block.get("type") == "text":
+            if block.get("type") == "tool_use":
+                if fence_call(str(block.get("name") or ""), {})[0] == SHELL_TOOL:
+                    self._bash_coming.set()
+            elif block.get("type") == "text":
                 self._text_blocks.add(index)
                 self._emit({"type": "text_start", "index": index})
                 if block.get("text"):
@@ -322,15 +328,15 @@ class ClaudeSession:
         return [shell_tool(launch.project_dir, started)]
 
     async def _sandbox_ahead(self, shell: SandboxedShell) -> None:
-        """Make the first command's sandbox once the run is ready for tools (the project's
-        first snapshot taken: the sandbox stands placeholders in the project) and the first
-        model request has gone out (the CLI then waits on the model; its start is not slowed),
-        so that the first command finds it made, and the second finds it kept."""
-        launch = self.launch
-        if launch.asked is None or not await launch.gate.ready():
-            return
-        await launch.asked.wait()
-        shell.make_ahead(launch.project_dir)
+        """Make the first command's sandbox as the model's first `bash` call begins to stream
+        (its arguments still coming, then the CLI's own handling of it: 50-100 ms here),
+        once the run is ready for tools (the project's first snapshot taken: the sandbox
+        stands placeholders in the project). The first command waits for less of a making,
+        and the second finds the sandbox kept instead of waiting for one being made; a run
+        that never calls `bash` (one that ends on its first reply) makes none."""
+        await self._bash_coming.wait()
+        if await self.launch.gate.ready():
+            shell.make_ahead(self.launch.project_dir)
 
 
 async def _cancelled(task: asyncio.Future[None]) -> None:
