@@ -37,9 +37,11 @@ Side by side in one run, for each project size and harness (runs interleaved, me
   median of each run's own difference (`sandbox_adds_paired`: the two are measured one after
   the other in each run, so what drifts between runs on a shared machine drops out). The
   `_standing` figures are the same over the calls after the second only, which find a sandbox
-  made ahead standing (the first call's sandbox is wrapped when it comes, and the second may
-  wait for the one being made: 0.2–0.7 s at 100,000 files), so that what a kept sandbox adds
-  is not hidden by which of the five paid a making.
+  made ahead standing (the first call's sandbox is wrapped when it comes on pi, and made as
+  the call streams on the anthropic harness; the second may wait for the one being made
+  after the first on pi: 0.2–0.7 s at 100,000 files), so that what a kept sandbox adds
+  is not hidden by which of the five paid a making; the `_first` figures are over the first
+  two calls alone (the mean of the two), which pay for whatever sandbox is still being made.
 
 `--ends-only` measures the start and exit alone (cheap enough for many runs), `--tools-only`
 the tool round trips alone (no start, exit or floor).
@@ -330,6 +332,7 @@ def measure(harness: str, project: Path, folder: Path, src: Path | None, think_m
             trips, exit_s = tool_round_trips(harness, project, folder, sandboxed, src, think)
             figures[name + suffix] = statistics.median(trips) * 1000
             figures[name + "_standing" + suffix] = statistics.median(trips[STANDING:]) * 1000
+            figures[name + "_first" + suffix] = statistics.median(trips[:STANDING]) * 1000
         figures["exit_after_work" + suffix] = exit_s * 1000  # the sandboxed run's
     return figures
 
@@ -347,7 +350,7 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
         over = "over_floor" if name == "engine_floor" else f"over_{name}"
         figures[over] = round(figures["start_to_first_request"] - floor_ms, 1)
         figures[f"first_run_{over}"] = round(figures["first_run_to_first_request"] - floor_ms, 1)
-    suffixes = ("", "_thinking", "_standing", "_standing_thinking")
+    suffixes = ("", "_thinking", "_standing", "_standing_thinking", "_first", "_first_thinking")
     for suffix in suffixes if "tool_plain" in figures else ():
         sandboxed, plain = "tool_sandboxed" + suffix, "tool_plain" + suffix
         figures["sandbox_adds" + suffix] = round(figures[sandboxed] - figures[plain], 1)
