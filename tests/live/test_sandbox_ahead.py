@@ -31,7 +31,7 @@ from wizard.processes import descendants, is_running
 from wizard.runner.harness.pi.session import PiSession
 from wizard.testing.script import call, reply, text
 from wizard.tools.sandbox import build_policy
-from wizard.tools.shell import Ahead, SandboxedShell, shell_tool
+from wizard.tools.shell import Ahead, SandboxedShell, SandboxWrapper, shell_tool
 
 pytestmark = pytest.mark.live
 
@@ -513,14 +513,7 @@ async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(
     async with shell.wrapping(project) as started:
         wrapper = started.wrapper
         assert wrapper is not None
-        wrapped_anew: list[str] = []
-        wrap = wrapper.wrapped
-
-        async def counted(command: str, folder: Path) -> str:
-            wrapped_anew.append(command)
-            return await wrap(command, folder)
-
-        wrapper.wrapped = counted  # type: ignore[method-assign]
+        wrapped_anew = _counting_wraps(wrapper)
         bash = shell_tool(project, started)
         first = await bash.handler({"command": "cat .env; echo done"})
         second = await bash.handler({"command": "echo made > made.txt && cat made.txt"})
@@ -550,14 +543,7 @@ async def test_the_anthropic_shell_s_first_sandbox_made_ahead_serves_the_first_c
     async with shell.wrapping(project) as started:
         wrapper = started.wrapper
         assert wrapper is not None
-        wrapped_anew: list[str] = []
-        wrap = wrapper.wrapped
-
-        async def counted(command: str, folder: Path) -> str:
-            wrapped_anew.append(command)
-            return await wrap(command, folder)
-
-        wrapper.wrapped = counted  # type: ignore[method-assign]
+        wrapped_anew = _counting_wraps(wrapper)
         started.make_ahead(project)
         assert wrapper._next is not None
         ahead = await wrapper._next
@@ -652,6 +638,20 @@ async def test_the_anthropic_shell_s_sandbox_thrown_away_ends_by_itself(project:
         theirs.close()
         await wrapper._drop(Ahead(stuck, ours, project, {}))
         assert stuck.returncode == -signal.SIGKILL
+
+
+def _counting_wraps(wrapper: SandboxWrapper) -> list[str]:
+    """The commands `wrapper` wraps when they come (not handed to a sandbox made ahead), from
+    now on."""
+    wrapped: list[str] = []
+    wrap = wrapper.wrapped
+
+    async def counted(command: str, folder: Path) -> str:
+        wrapped.append(command)
+        return await wrap(command, folder)
+
+    wrapper.wrapped = counted  # type: ignore[method-assign]
+    return wrapped
 
 
 def _own_shell(project: Path) -> SandboxedShell:
