@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 
 from wizard import listings
 from wizard.journal import Journal
-from wizard.listings import FolderListing, start_ahead, take_ahead
+from wizard.listings import FolderListing, fingerprint_folder, start_ahead, take_ahead
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +65,45 @@ def test_the_listings_taken_ahead_are_the_ones_the_journal_takes(tmp_path: Path)
     itself = journal.begin("itself", "p")
     assert given.heavy_before == itself.heavy_before
     assert given.repos_before == itself.repos_before
+
+
+def _as_lstat_says(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """What a listing of `folder` says of each entry, from `os.walk` and `os.lstat` one path
+    at a time (its documented format), and the repositories in it."""
+    said: dict[str, str] = {}
+    repos: dict[str, str] = {}
+    for parent, folders, files in os.walk(folder):
+        for name in (*folders, *files):
+            path = Path(parent, name)
+            info = os.lstat(path)
+            key = str(path.relative_to(folder))
+            if stat.S_ISLNK(info.st_mode):
+                said[key] = f"l:{os.readlink(path)}"
+            elif stat.S_ISDIR(info.st_mode):
+                said[key] = f"d:{stat.S_IMODE(info.st_mode):o}"
+                if name == ".git":
+                    repos[f"deps/{key}"] = "folder"
+            else:
+                kind, bits = stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode)
+                times = f"{info.st_mtime_ns}:{info.st_ctime_ns}"
+                said[key] = f"{kind:o}:{info.st_size}:{times}:{info.st_ino}:{bits:o}"
+    return said, repos
+
+
+def test_a_listing_says_each_entry_as_lstat_sees_it(tmp_path: Path) -> None:
+    modules = _project(tmp_path) / "node_modules"
+    os.mkfifo(modules / "left-pad" / "pipe")
+    (modules / "left-pad" / "lib").mkdir(mode=0o700)
+    (modules / "left-pad" / "lib" / "setuid").write_text("x\n")
+    (modules / "left-pad" / "lib" / "setuid").chmod(0o4755)
+    (modules / "dangling").symlink_to("nowhere/at all")
+    os.utime(modules / "left-pad" / "index.js", ns=(1, 1_000_000_123))  # mtime set back
+    (modules / "outside").symlink_to(tmp_path, target_is_directory=True)  # never walked
+    repos: dict[str, str] = {}
+    listing = fingerprint_folder(modules, repos, "deps")
+    assert (listing, repos) == _as_lstat_says(modules)
+    assert listing["outside"] == f"l:{tmp_path}"
+    assert not any(path.startswith("outside/") for path in listing)
 
 
 def test_a_listing_of_another_project_is_not_taken_and_ends(tmp_path: Path) -> None:

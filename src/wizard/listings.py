@@ -73,24 +73,59 @@ def fingerprint_folder(
 ) -> dict[str, str]:
     """Every file, folder and link beneath `folder` (never through a link), each with its
     metadata; a `.git` found on the way is added to `repos` (as `prefix/...`). `stop`, asked
-    at each folder, gives it up (`ListingStopped`)."""
+    at each folder, gives it up (`ListingStopped`). What cannot be listed or looked at (it
+    went away, no permission) is passed over, as `walk` does.
+
+    This is the walk of every file of a project's dependency folders, on the way to the
+    first model request and at the close, so it is written out here rather than over `walk`
+    (a quarter less time at 18,000 files): each mode's text is made once."""
     listing: dict[str, str] = {}
-    for path, name, info in walk(folder, lambda _: True):
-        if stat.S_ISDIR(info.st_mode):
-            if stop():
-                raise ListingStopped(str(folder))
-            if name == ".git":
-                repos[f"{prefix}/{path}"] = "folder"
-            listing[path] = f"d:{stat.S_IMODE(info.st_mode):o}"  # its own mtime says little
-        elif stat.S_ISLNK(info.st_mode):
-            with contextlib.suppress(OSError):
-                listing[path] = "l:" + os.readlink(folder / path)
-        else:
-            listing[path] = (
-                f"{stat.S_IFMT(info.st_mode):o}:{info.st_size}:{info.st_mtime_ns}:"
-                f"{info.st_ctime_ns}:{info.st_ino}:{stat.S_IMODE(info.st_mode):o}"
-            )
+    texts: dict[int, str | tuple[str, str]] = {}  # `_text_of` each mode met
+    root = os.fspath(folder)
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        try:
+            with os.scandir(f"{root}/{relative}" if relative else root) as found:
+                items = list(found)
+        except OSError:
+            continue
+        head = f"{relative}/" if relative else ""
+        for item in items:
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            path = head + item.name
+            text = texts.get(info.st_mode)
+            if text is None:
+                text = texts[info.st_mode] = _text_of(info.st_mode)
+            if isinstance(text, tuple):
+                listing[path] = (
+                    f"{text[0]}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:"
+                    f"{info.st_ino}:{text[1]}"
+                )
+            elif text:  # a folder
+                if stop():
+                    raise ListingStopped(root)
+                if item.name == ".git":
+                    repos[f"{prefix}/{path}"] = "folder"
+                listing[path] = text  # its own mtime says little
+                stack.append(path)
+            else:
+                with contextlib.suppress(OSError):
+                    listing[path] = "l:" + os.readlink(item.path)
     return listing
+
+
+def _text_of(mode: int) -> str | tuple[str, str]:
+    """What a listing says of an entry of `mode`: a folder's text; "" for a link; a file's
+    type and permissions, around its size, times and inode."""
+    if stat.S_ISDIR(mode):
+        return f"d:{stat.S_IMODE(mode):o}"
+    if stat.S_ISLNK(mode):
+        return ""
+    return f"{stat.S_IFMT(mode):o}", f"{stat.S_IMODE(mode):o}"
 
 
 def heavy_folders(root: Path) -> Iterator[str]:
