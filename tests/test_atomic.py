@@ -1,15 +1,18 @@
 """Files made durable together (`DurableBatch`): all in place after the block, none (and no
-temp file) after an error in it, and the same with or without the file system's one sync."""
+temp file) after an error in it, and the same with or without the file system's one sync; and
+new files already in place (`make_durable`): the file system's one sync where there is one,
+else each file and its folder."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 import wizard.atomic as atomic
-from wizard.atomic import DurableBatch
+from wizard.atomic import DurableBatch, make_durable
 
 
 @pytest.mark.parametrize("syncfs", [True, False], ids=["syncfs", "file by file"])
@@ -41,6 +44,43 @@ def test_an_error_in_the_block_leaves_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_without_syncfs_each_file_and_folder_is_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(atomic, "_sync_file_system", lambda anchor: False)
+    synced: list[tuple[int, int]] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(_id(fd)) or real(fd))
+    (tmp_path / "a").mkdir()
+    files = [tmp_path / "a" / "one", tmp_path / "two"]
+    for path in files:
+        path.write_bytes(b"x")
+    make_durable(tmp_path, files)
+    expected = {_id_of(path) for path in (*files, tmp_path / "a", tmp_path)}
+    assert set(synced) == expected
+
+
+def test_with_syncfs_nothing_is_synced_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    anchors: list[Path] = []
+    monkeypatch.setattr(atomic, "_sync_file_system", lambda anchor: anchors.append(anchor) or True)
+    monkeypatch.setattr(os, "fsync", lambda fd: pytest.fail("a file was synced on its own"))
+    (tmp_path / "one").write_bytes(b"x")
+    make_durable(tmp_path, [tmp_path / "one"])
+    assert anchors == [tmp_path]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs is Linux's")
 def test_linux_syncs_the_file_system_in_one_call(tmp_path: Path) -> None:
     assert atomic._sync_file_system(tmp_path) is True
+
+
+def _id(descriptor: int) -> tuple[int, int]:
+    info = os.fstat(descriptor)
+    return info.st_dev, info.st_ino
+
+
+def _id_of(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_dev, info.st_ino

@@ -11,6 +11,7 @@ import contextlib
 import os
 import secrets
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -105,6 +106,19 @@ class DurableBatch:
         if not _sync_file_system(self.anchor):
             for folder in {path.parent for path in staged}:
                 _sync_folder(folder)
+
+
+def make_durable(anchor: Path, paths: Iterable[Path]) -> None:
+    """Flush new files (`paths`, already in place) and their folders' entries to disk: the
+    whole file system `anchor` is on in one call (Linux's `syncfs`), elsewhere file by file."""
+    if _sync_file_system(anchor):
+        return
+    paths = list(paths)
+    for path in paths:
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+    for folder in {path.parent for path in paths}:
+        _sync_folder(folder)
 
 
 def _sync_file_system(anchor: Path) -> bool:

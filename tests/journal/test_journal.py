@@ -7,14 +7,17 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.journal.trees import state
-from wizard.errors import UsageError
+from wizard.errors import ConfigError, UsageError
 from wizard.journal import Journal, UndoRefused
+from wizard.journal import store as store_module
+from wizard.journal.store import GitStore
 
 NAMES = st.sampled_from(["a", "b", "c.txt", "d.bin", "e", "run.sh"])
 FOLDERS = st.lists(st.sampled_from(["src", "lib", "deep"]), max_size=2)
@@ -221,6 +224,124 @@ def test_a_prune_drops_the_forgotten_blobs_and_keeps_the_stat_cache_of_the_rest(
                         or real(root, entry, blobs))  # fmt: skip
     journal.begin("r2", "test")
     assert rehashed == [], "a snapshot after a prune rehashed files that had not changed"
+
+
+def _app(project: Path, files: int, version: str) -> None:
+    """`files` small files, more than git stores loose from one import (its limit is 100)."""
+    for number in range(files):
+        folder = project / "src" / f"mod{number % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{number}.js").write_text(f"module.exports = '{version}{number}';\n")
+
+
+def _blob(text: str) -> str:
+    data = text.encode()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _objects(store: Path) -> tuple[list[str], set[str]]:
+    """The store's pack files, and the kinds of its loose objects (a snapshot's trees are
+    written loose)."""
+    objects = store / "objects"
+    packs = sorted(path.name for path in (objects / "pack").iterdir())
+    loose = [f"{path.parent.name}{path.name}" for path in objects.glob("[0-9a-f][0-9a-f]/*")]
+    if not loose:
+        return packs, set()
+    kinds = ["git", "--git-dir", str(store), "cat-file", "--batch-check=%(objecttype)"]
+    answer = subprocess.run(kinds, input="\n".join(loose) + "\n", capture_output=True,
+                            text=True, check=True)  # fmt: skip
+    return packs, set(answer.stdout.split())
+
+
+def test_a_snapshot_stores_its_new_blobs_as_one_pack(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    _app(project, 150, "v0")
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r0", "test")
+    packs, loose = _objects(journal.store.git_dir)
+    assert len([name for name in packs if name.endswith(".pack")]) == 1 and loose == {"tree"}
+    before = {path: path.read_bytes() for path in project.rglob("*.js")}
+    _app(project, 150, "v1")
+    undone = journal.undo(journal.finish(record, "succeeded"), "u0")
+    assert len(undone.restored) == 150
+    assert {path: path.read_bytes() for path in project.rglob("*.js")} == before
+    # A close that changed a few files writes them loose, each a file, without an import.
+    packs = _objects(journal.store.git_dir)[0]
+    record = journal.begin("r1", "test")
+    (project / "src" / "mod0" / "f0.js").write_text("changed\n")
+    journal.finish(record, "succeeded")
+    assert _objects(journal.store.git_dir)[0] == packs
+    blob = _blob("changed\n")
+    assert (journal.store.git_dir / "objects" / blob[:2] / blob[2:]).is_file()
+
+
+def test_a_snapshot_that_fails_midway_keeps_nothing_of_its_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "p"
+    _app(project, 150, "v0")
+    journal = Journal(project, tmp_path / "state")
+    real, stored = GitStore._store, []
+
+    def failing(self: GitStore, *args: Any) -> str:
+        if len(stored) == 120:
+            raise OSError("the disk went away")
+        stored.append(args)
+        return real(self, *args)
+
+    monkeypatch.setattr(GitStore, "_store", failing)
+    with pytest.raises(OSError, match="went away"):
+        journal.begin("r0", "test")
+    assert _objects(journal.store.git_dir) == ([], set())
+
+
+def test_an_import_git_refuses_says_what_git_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "p"
+    _app(project, 40, "v0")  # more than are written loose
+    monkeypatch.setattr(store_module, "_IMPORT", ("fast-import", "--no-such-option"))
+    journal = Journal(project, tmp_path / "state")
+    with pytest.raises(ConfigError, match="unknown option --no-such-option") as refused:
+        journal.begin("r0", "test")
+    assert "remove it to start the journal afresh" in (refused.value.hint or "")
+    assert not list(journal.store.git_dir.glob("fast_import_crash_*"))
+
+
+def test_a_prune_packs_the_packs_into_one_without_what_it_forgot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIZARD_JOURNAL_KEEP", "1")
+    monkeypatch.setattr(store_module, "_PACKS", 1)
+    project = tmp_path / "p"
+    _app(project, 150, "v0")
+    journal = Journal(project, tmp_path / "state")
+    journal.finish(journal.begin("r0", "test"), "succeeded")
+    old = _blob("module.exports = 'v07';\n")
+    _app(project, 150, "v1")
+    journal.finish(journal.begin("r1", "test"), "succeeded")  # prunes r0: two packs, one kept
+    packs, loose = _objects(journal.store.git_dir)
+    assert len([name for name in packs if name.endswith(".pack")]) == 1 and "blob" not in loose
+    git = ["git", "--git-dir", str(journal.store.git_dir), "cat-file", "-e"]
+    assert subprocess.run([*git, old], check=False).returncode != 0, "a forgotten blob stayed"
+    new = _blob("module.exports = 'v17';\n")
+    assert subprocess.run([*git, new], check=False).returncode == 0
+
+
+def test_the_stat_cache_is_written_only_when_a_stat_changed(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "f.txt").write_text("one\n")
+    journal = Journal(project, tmp_path / "state")
+    cache = journal.store.state / "stat-cache.json"
+    record = journal.begin("r0", "test")
+    written = cache.stat().st_ino
+    journal.finish(record, "succeeded")  # nothing changed: the same file, not rewritten
+    assert cache.stat().st_ino == written
+    (project / "f.txt").write_text("two\n")
+    journal.finish(journal.begin("r1", "test"), "succeeded")
+    assert cache.stat().st_ino != written
+    assert json.loads(cache.read_text())["f.txt"][0] == len("two\n")
 
 
 def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,9 +6,10 @@ are never touched, and nothing is written into the project.
 
 **Git never looks at the project.** The project is the agent's, and a repository's config
 runs code (`core.fsmonitor`, hooks, filters from `.gitattributes`). So wizard walks the
-project itself, without following a link, and writes each file's blob straight into the
-store's object folder; git only builds trees from a list (`update-index --index-info` into a
-private index, `write-tree`) and reads the store back (`diff-tree`, `cat-file`, `ls-tree`).
+project itself, without following a link, and gives each new file's content to git on its
+input (`git fast-import`, one pack per snapshot); git only stores that, builds trees from a
+list (`update-index --index-info` into a private index, `write-tree`) and reads the store
+back (`diff-tree`, `cat-file`, `ls-tree`).
 Every git command runs in the state folder with a minimal environment (no `GIT_*`, no key of
 wizard's), no global or system config, and `core.fsmonitor`, hooks and protocols off.
 
@@ -40,15 +41,22 @@ import tarfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path, PurePosixPath
 
-from wizard.atomic import DurableBatch, symlink_atomically, write_atomically
+from wizard.atomic import DurableBatch, make_durable, symlink_atomically, write_atomically
 from wizard.errors import ConfigError
 from wizard.journal.dependencies import keep_listing
 from wizard.listings import HEAVY_FOLDERS, NOT_WALKED, FolderListing, folder_listing, heavy_folders
 from wizard.walk import walk
 
 _GIT_MODES = {"100644": 0o644, "100755": 0o755}
+# A snapshot's new blobs, packed as they come (`_BlobPack`): compressed as the loose objects
+# were (level 1), the end of the input marked (`done`, so a cut input keeps nothing).
+_IMPORT = ("-c", "pack.compression=1", "fast-import", "--quiet", "--done")
+# A snapshot's new blobs written loose, each a file, at most (held until the snapshot's walk
+# ends): past this many, or bytes, packed.
+_LOOSE, _HELD = 32, 8_000_000
 # The permission bits wizard writes into a project: never setuid, setgid or sticky, which a
 # command of the agent can set on a file and an apply (or the undo of an undo) would then
 # write as wizard, root included.
@@ -97,6 +105,9 @@ class Change:
     old_blob: str
 
 
+# The packs a store holds before a prune packs them into one (each snapshot that stored new
+# blobs made one).
+_PACKS = 16
 # The last snapshot's index listing (its digest) and the tree written for it.
 _LAST_TREE = "last-tree"
 # A heavy folder's listing, by its path: its digest, and the repositories found in it.
@@ -115,6 +126,112 @@ def _repository(path: Path, info: os.stat_result) -> str:
             return "gitfile:" + handle.read(4096).decode(errors="surrogateescape")
     except OSError as exc:
         return f"unreadable:{exc.errno}"
+
+
+class _BlobPack:
+    """The new blobs of one snapshot, made durable when the block ends, before the tree that
+    names them is written; an error in the block keeps none of them.
+
+    A few (up to `_LOOSE`, `_HELD` bytes) are written loose, each a file (`DurableBatch`):
+    a close that changed a handful of files pays no process. Past that, all go to `git
+    fast-import` as the snapshot gives them (their content, on its input: git opens no file
+    of the project), which writes them as one pack; a blob the store already packed is not
+    packed again (git's import skips it). A project's first snapshot made 2,000 files and
+    renamed each into place (1.2 s of CPU at 2,000 small files here, beside the engine's
+    start); the import takes a tenth of that, in a process of its own."""
+
+    def __init__(self, store: GitStore) -> None:
+        self._store = store
+        self._few: dict[str, bytes] = {}  # the blobs given, until the import starts
+        self._held = 0  # their bytes
+        self._given: set[str] = set()
+        self._import: subprocess.Popen[bytes] | None = None
+        self._packs = store.git_dir / "objects" / "pack"
+        self._had: set[str] = set()
+
+    def __enter__(self) -> _BlobPack:
+        return self
+
+    def add(self, blob: str, content: bytes) -> None:
+        """Store `content`, whose blob is `blob` (once, however often given)."""
+        if blob in self._given or blob in self._few:
+            return
+        if self._import is None:
+            if len(self._few) < _LOOSE and self._held + len(content) <= _HELD:
+                self._few[blob] = content
+                self._held += len(content)
+                return
+            self._start()
+        self._send(blob, content)
+
+    def _start(self) -> None:
+        self._had = set(os.listdir(self._packs)) if self._packs.is_dir() else set()
+        command, env = self._store._command(_IMPORT)
+        self._import = subprocess.Popen(command, env=env, cwd=self._store.state,
+                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE)  # fmt: skip
+        few, self._few = self._few, {}
+        for blob, content in few.items():
+            self._send(blob, content)
+
+    def _send(self, blob: str, content: bytes) -> None:
+        assert self._import is not None and self._import.stdin is not None
+        try:
+            self._import.stdin.write(b"blob\ndata %d\n" % len(content))
+            self._import.stdin.write(content)
+            self._import.stdin.write(b"\n")
+        except BrokenPipeError:  # the import failed: in its own words
+            self._import.kill()
+            raise self._failed(self._ended()) from None
+        self._given.add(blob)
+
+    def _ended(self) -> bytes:
+        """What the import said, once it ended."""
+        assert self._import is not None and self._import.stderr is not None
+        said = self._import.stderr.read()
+        self._import.wait()
+        return said
+
+    def _failed(self, said: bytes) -> ConfigError:
+        for report in self._store.git_dir.glob("fast_import_crash_*"):  # what git wrote there
+            report.unlink(missing_ok=True)
+        return self._store._failed(_IMPORT, said)
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if self._import is None:
+            if kind is None and self._few:
+                self._write_loose()
+            return
+        assert self._import.stdin is not None
+        if kind is not None:  # no `done`: the import keeps nothing (its temp pack goes too)
+            self._import.kill()
+            self._ended()
+            with contextlib.suppress(FileNotFoundError):
+                for name in set(os.listdir(self._packs)) - self._had:
+                    (self._packs / name).unlink(missing_ok=True)
+            return
+        with contextlib.suppress(BrokenPipeError):  # it failed: its own words follow
+            self._import.stdin.write(b"done\n")
+            self._import.stdin.close()
+        said = self._ended()
+        if self._import.returncode != 0:
+            raise self._failed(said)
+        # Under a hundred blobs, git stores them loose (its `fastimport.unpackLimit`).
+        new = sorted(set(os.listdir(self._packs)) - self._had)
+        loose = (self._loose(blob) for blob in self._given)
+        packs = (self._packs / name for name in new)
+        make_durable(self._store.git_dir, chain(packs, (path for path in loose if path.exists())))
+
+    def _write_loose(self) -> None:
+        with DurableBatch(self._store.git_dir) as batch:
+            for blob, content in self._few.items():
+                target = self._loose(blob)
+                target.parent.mkdir(exist_ok=True)
+                data = b"blob %d\0" % len(content) + content
+                batch.add(target, zlib.compress(data, 1), 0o444)
+
+    def _loose(self, blob: str) -> Path:
+        return self._store.git_dir / "objects" / blob[:2] / blob[2:]
 
 
 def own_git_env() -> dict[str, str]:
@@ -138,20 +255,27 @@ class GitStore:
         self.git_dir = state / "journal.git"
 
     def _git(self, *args: str, store: bool = True, stdin: bytes | None = None) -> bytes:
-        env = own_git_env()
-        if store:
-            env |= {"GIT_DIR": str(self.git_dir), "GIT_INDEX_FILE": str(self.state / "index")}
-        command = ["git", *(arg for s in _GIT_SETTINGS for arg in ("-c", s)), *args]
+        command, env = self._command(args, store)
         done = subprocess.run(
             command, env=env, cwd=self.state, input=stdin, capture_output=True, check=False
         )
         if done.returncode != 0:
-            raise ConfigError(
-                f"The run journal's git failed: git {' '.join(args[:2])}: "
-                f"{done.stderr.decode(errors='replace').strip()}",
-                f"Its store is {self.git_dir}; remove it to start the journal afresh.",
-            )
+            raise self._failed(args, done.stderr)
         return done.stdout
+
+    def _command(self, args: Iterable[str], store: bool = True) -> tuple[list[str], dict[str, str]]:
+        """A git command of the journal's, and its environment."""
+        env = own_git_env()
+        if store:
+            env |= {"GIT_DIR": str(self.git_dir), "GIT_INDEX_FILE": str(self.state / "index")}
+        return ["git", *(arg for s in _GIT_SETTINGS for arg in ("-c", s)), *args], env
+
+    def _failed(self, args: tuple[str, ...], stderr: bytes) -> ConfigError:
+        return ConfigError(
+            f"The run journal's git failed: git {' '.join(args[:2])}: "
+            f"{stderr.decode(errors='replace').strip()}",
+            f"Its store is {self.git_dir}; remove it to start the journal afresh.",
+        )
 
     def _ensure(self) -> None:
         if not (self.git_dir / "HEAD").exists():
@@ -176,8 +300,8 @@ class GitStore:
         large: dict[str, str] = {}
         heavy: dict[str, str] = {}
         repos: dict[str, str] = {}
-        # New blobs are made durable together, before the tree that names them is written.
-        with DurableBatch(self.git_dir) as blobs:
+        # New blobs go into one pack, durable before the tree that names them is written.
+        with _BlobPack(self) as blobs:
             for entry in self._entries(root, heavy, repos, frozenset(mounts), listed or {}):
                 info = entry.info
                 if entry.mode != "120000" and info.st_size > limit:
@@ -199,7 +323,8 @@ class GitStore:
                     modes[entry.path] = bits
         listing = "\0".join(lines).encode(errors="surrogateescape") + b"\0"
         tree = self._tree(listing if lines else b"")
-        self._save_cache(cache_name, fresh)
+        if fresh != cache:  # the same stats as last time: nothing to write (a close's usual case)
+            self._save_cache(cache_name, fresh)
         return Snapshot(tree, modes, heavy, large, repos)
 
     def _entries(
@@ -268,9 +393,9 @@ class GitStore:
         repos.update(listing.repos)
         return keep_listing(self.state, listing)
 
-    def _store(self, root: Path, entry: _Entry, blobs: DurableBatch) -> str:
-        """Write the entry's blob into the store's objects (if new) as part of `blobs`; its
-        id."""
+    def _store(self, root: Path, entry: _Entry, blobs: _BlobPack) -> str:
+        """Give the entry's content to `blobs` (if the store does not hold it loose); its
+        blob's id."""
         absolute = root / entry.path
         if entry.mode == "120000":
             content = os.fsencode(os.readlink(absolute))
@@ -278,12 +403,11 @@ class GitStore:
             descriptor = os.open(absolute, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             with os.fdopen(descriptor, "rb") as handle:
                 content = handle.read()
-        data = b"blob %d\0" % len(content) + content
-        blob = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-        target = self.git_dir / "objects" / blob[:2] / blob[2:]
-        if not target.exists() and not blobs.holds(target):
-            target.parent.mkdir(exist_ok=True)
-            blobs.add(target, zlib.compress(data, 1), 0o444)
+        hashed = hashlib.sha1(b"blob %d\0" % len(content), usedforsecurity=False)
+        hashed.update(content)
+        blob = hashed.hexdigest()
+        if not (self.git_dir / "objects" / blob[:2] / blob[2:]).exists():  # stored loose
+            blobs.add(blob, content)
         return blob
 
     def _load_cache(self, name: str) -> Mapping[str, list[int | str]]:
@@ -301,15 +425,20 @@ class GitStore:
         self._git("update-ref", f"refs/wizard/{ref}", tree)
 
     def forget(self, refs: Iterable[str]) -> None:
-        """Drop refs and the objects only they kept. Unreachable loose objects go now; packing
-        is left to git's own threshold (`gc --auto`), so a prune costs little run after run,
-        and the stat caches keep every entry whose blob is still stored (a snapshot after a
-        prune rehashes only what the collection took)."""
+        """Drop refs and the objects only they kept. Unreachable loose objects go now; the
+        snapshots' packs (`_BlobPack`) are packed into one, without what no ref holds any
+        more, once there are more than `_PACKS` (so a prune costs little run after run, and
+        the store does not keep every blob it was ever given); the stat caches keep every
+        entry whose blob is still stored (a snapshot after a prune rehashes only what the
+        collection took)."""
         (self.state / _LAST_TREE).unlink(missing_ok=True)
         for ref in refs:
             self._git("update-ref", "-d", f"refs/wizard/{ref}")
+        if len(list((self.git_dir / "objects" / "pack").glob("pack-*.pack"))) > _PACKS:
+            # What no ref holds comes out loose (-A), for the prune below: as stored, no
+            # deltas searched for (a prune runs at a run's close).
+            self._git("repack", "-a", "-d", "-A", "-q", "--window=0")
         self._git("prune", "--expire=now")
-        self._git("gc", "--auto", "--quiet", "--prune=now")
         for name in ("stat-cache.json", "preview-stat-cache.json"):
             self._keep_stored(name)
 
