@@ -471,4 +471,42 @@ def test_the_tls_context_made_ahead_is_the_one_the_proxy_takes(
         assert made == ["gateway-client"]
     finally:
         allowed.set()
+        proxy_module.client_made_ahead()
         proxy_module._tls_context.cache_clear()
+
+
+async def test_a_proxy_waits_for_the_modules_being_imported_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two threads importing httpcore at once can each hold a module's lock the other waits
+    for: Python then failed the proxy's import (`_DeadlockError`, a run that failed
+    unexpectedly). The proxy makes its client once the imports made ahead have ended."""
+    proxy_module.client_made_ahead()  # another test's, ended before this one's starts
+    order: list[str] = []
+    importing, allowed = threading.Event(), threading.Event()
+
+    class Slow:
+        def import_module(self, name: str) -> None:
+            importing.set()
+            allowed.wait()
+            order.append(f"imported {name}")
+
+    real_client = proxy_module.httpx.AsyncClient
+
+    def client(**options: Any) -> Any:
+        order.append("client")
+        return real_client(**options)
+
+    monkeypatch.setattr(proxy_module, "importlib", Slow())
+    monkeypatch.setattr(proxy_module.httpx, "AsyncClient", client)
+    monkeypatch.setattr(proxy_module, "_CONNECTING_MODULES", ("httpcore",))
+    try:
+        proxy_module.make_client_ahead()
+        importing.wait()
+        threading.Timer(0.1, allowed.set).start()  # once the proxy below waits for it
+        async with GatewayProxy("http://127.0.0.1:9", None):
+            pass
+    finally:
+        allowed.set()
+        proxy_module.client_made_ahead()
+    assert order == ["imported httpcore", "client"]

@@ -279,3 +279,16 @@ def test_a_run_that_ends_while_the_sdk_loads_does_not_wait_for_the_import(
     finally:
         release.set()
         runner.join()
+
+
+async def test_the_sdk_is_imported_once_the_client_modules_made_ahead_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK imports anyio, as the gateway client's modules made ahead do: two threads
+    importing one package at once can fail one of the imports (`_DeadlockError`)."""
+    order: list[str] = []
+    monkeypatch.setattr(harness_module, "client_made_ahead", lambda: order.append("ahead"))
+    sdk = types.ModuleType("claude_agent_sdk")
+    monkeypatch.setattr(harness_module, "load_sdk", lambda: order.append("sdk") or sdk)
+    await AnthropicHarness()._sdk()
+    assert order == ["ahead", "sdk"]

@@ -210,6 +210,7 @@ class GatewayProxy:
         return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
 
     async def __aenter__(self) -> GatewayProxy:
+        client_made_ahead()  # its modules are imported there, not here at the same time
         timeout = httpx.Timeout(connect=30.0, read=self.idle_timeout, write=60.0, pool=30.0)
         self._client = httpx.AsyncClient(timeout=timeout, trust_env=True, verify=tls_context())
         self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0, limit=64 << 20)
@@ -502,7 +503,9 @@ def make_client_ahead() -> None:
     reads the bundle without Python's lock) and the modules of its first connection. A
     failure is left for the proxy, which makes the context again and reports it (a module
     that cannot be imported is imported where httpx needs it, and fails there as it would
-    have); the thread is a daemon, so an exit before it ends does not wait for it."""
+    have); the thread is a daemon, so an exit before it ends does not wait for it. Whoever
+    imports those packages next waits for it first (`client_made_ahead`)."""
+    global _client_ahead
 
     def make() -> None:
         with contextlib.suppress(Exception):
@@ -511,10 +514,21 @@ def make_client_ahead() -> None:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
 
-    threading.Thread(target=make, name="gateway-client", daemon=True).start()
+    _client_ahead = threading.Thread(target=make, name="gateway-client", daemon=True)
+    _client_ahead.start()
+
+
+def client_made_ahead() -> None:
+    """Wait for what `make_client_ahead` makes, if it is being made: two threads importing
+    modules of one package at once can each hold a module's lock the other waits for, and
+    Python then fails one of the imports (`_DeadlockError`: a run failed so, its proxy
+    importing httpcore while this thread did). Done long before, as a rule."""
+    if _client_ahead is not None:
+        _client_ahead.join()
 
 
 _making_tls_context = threading.Lock()
+_client_ahead: threading.Thread | None = None
 
 
 @functools.cache

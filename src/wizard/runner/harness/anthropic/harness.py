@@ -21,6 +21,7 @@ from wizard.engines.claude import check_bundled_cli, check_sdk_installed, load_s
 from wizard.errors import EngineChanged, EngineError, UsageError
 from wizard.runner.harness.anthropic.session import ClaudeSession, ClientFactory
 from wizard.runner.harness.driver import DetectionPolicy, EngineHarness
+from wizard.runner.harness.proxy import client_made_ahead
 from wizard.runner.harness.types import EngineLaunch
 
 CLAUDE_DETECTION = DetectionPolicy(skill_aborts="declared", remark_markers=True)
@@ -66,7 +67,7 @@ class AnthropicHarness(EngineHarness):
         for it at exit. Its failure is each waiting session's to report; with none left
         waiting, it is not logged as never retrieved."""
         if self._loading is None:
-            self._loading = _in_daemon_thread(load_sdk)
+            self._loading = _in_daemon_thread(_load_sdk)
             self._loading.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             return await asyncio.shield(self._loading)
@@ -79,6 +80,13 @@ def usable_harness() -> AnthropicHarness:
     not, before anything starts."""
     check_sdk_installed()
     return AnthropicHarness()
+
+
+def _load_sdk() -> ModuleType:
+    """The SDK, imported once the gateway client's modules made ahead are (anyio is one of
+    each: two threads importing one package at once can fail one of the imports)."""
+    client_made_ahead()
+    return load_sdk()
 
 
 def _in_daemon_thread(load: Callable[[], ModuleType]) -> asyncio.Future[ModuleType]:
