@@ -475,12 +475,13 @@ def test_the_tls_context_made_ahead_is_the_one_the_proxy_takes(
         proxy_module._tls_context.cache_clear()
 
 
-async def test_a_proxy_waits_for_the_modules_being_imported_ahead(
+async def test_a_proxy_makes_its_client_once_the_modules_imported_ahead_are(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two threads importing httpcore at once can each hold a module's lock the other waits
     for: Python then failed the proxy's import (`_DeadlockError`, a run that failed
-    unexpectedly). The proxy makes its client once the imports made ahead have ended."""
+    unexpectedly). The proxy is up at once (the engine starts with its address), and makes
+    its client once the imports made ahead have ended; its first request waits for that."""
     proxy_module.client_made_ahead()  # another test's, ended before this one's starts
     order: list[str] = []
     importing, allowed = threading.Event(), threading.Event()
@@ -488,7 +489,7 @@ async def test_a_proxy_waits_for_the_modules_being_imported_ahead(
     class Slow:
         def import_module(self, name: str) -> None:
             importing.set()
-            allowed.wait()
+            allowed.wait(30)  # a guard against a hang, not a timing
             order.append(f"imported {name}")
 
     real_client = proxy_module.httpx.AsyncClient
@@ -497,16 +498,34 @@ async def test_a_proxy_waits_for_the_modules_being_imported_ahead(
         order.append("client")
         return real_client(**options)
 
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
     monkeypatch.setattr(proxy_module, "importlib", Slow())
     monkeypatch.setattr(proxy_module.httpx, "AsyncClient", client)
     monkeypatch.setattr(proxy_module, "_CONNECTING_MODULES", ("httpcore",))
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
     try:
         proxy_module.make_client_ahead()
-        importing.wait()
-        threading.Timer(0.1, allowed.set).start()  # once the proxy below waits for it
-        async with GatewayProxy("http://127.0.0.1:9", None):
-            pass
+        await asyncio.to_thread(importing.wait)
+        async with GatewayProxy(f"http://127.0.0.1:{port}", "key") as proxy:
+            assert order == []  # up while the imports go on
+            host, proxy_port = proxy.url.removeprefix("http://").split(":")
+            reader, writer = await asyncio.open_connection(host, int(proxy_port))
+            writer.write(f"GET /v1/models HTTP/1.1\r\nHost: x\r\nx-api-key: {proxy.token}"
+                         "\r\ncontent-length: 0\r\n\r\n".encode())  # fmt: skip
+            await writer.drain()
+            threading.Timer(0.1, allowed.set).start()  # once the request waits for it
+            answer = await reader.read()
+            writer.close()
     finally:
         allowed.set()
         proxy_module.client_made_ahead()
+        server.close()
+        await server.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 200 OK")
     assert order == ["imported httpcore", "client"]

@@ -202,6 +202,7 @@ class GatewayProxy:
         self.last_error: str | None = None
         self._server: asyncio.Server | None = None
         self._client: httpx.AsyncClient | None = None
+        self._client_made: asyncio.Future[None] | None = None
 
     @property
     def url(self) -> str:
@@ -210,11 +211,18 @@ class GatewayProxy:
         return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
 
     async def __aenter__(self) -> GatewayProxy:
-        client_made_ahead()  # its modules are imported there, not here at the same time
-        timeout = httpx.Timeout(connect=30.0, read=self.idle_timeout, write=60.0, pool=30.0)
-        self._client = httpx.AsyncClient(timeout=timeout, trust_env=True, verify=tls_context())
+        verify = tls_context()  # a CA bundle that cannot be read ends the run here
         self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0, limit=64 << 20)
+        self._client_made = asyncio.ensure_future(self._make_client(verify))
         return self
+
+    async def _make_client(self, verify: ssl.SSLContext) -> None:
+        """The gateway's client, made once the modules imported ahead for it are (waited for
+        off the loop: the engine, given the proxy's address, starts meanwhile), never at the
+        same time (`client_made_ahead`); the first request waits for it."""
+        await asyncio.to_thread(client_made_ahead)
+        timeout = httpx.Timeout(connect=30.0, read=self.idle_timeout, write=60.0, pool=30.0)
+        self._client = httpx.AsyncClient(timeout=timeout, trust_env=True, verify=verify)
 
     async def __aexit__(
         self,
@@ -226,6 +234,10 @@ class GatewayProxy:
             self._server.close()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
+        if self._client_made is not None and not self._client_made.done():
+            self._client_made.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._client_made
         if self._client is not None:
             await self._client.aclose()
 
@@ -243,6 +255,8 @@ class GatewayProxy:
                 return await connection.respond(400, _CLOSE, b"Bad request target")
             if self.spend is not None and (why := self.spend.exceeded()) is not None:
                 return await self._refuse(connection, why)
+            assert self._client_made is not None
+            await self._client_made
             self.meter.turns += 1
             self.meter.started()
             try:
