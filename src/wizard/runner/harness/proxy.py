@@ -234,9 +234,9 @@ class GatewayProxy:
             self._server.close()
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
-        if self._client_made is not None and not self._client_made.done():
+        if self._client_made is not None:  # never needed, or failed (a request said so)
             self._client_made.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._client_made
         if self._client is not None:
             await self._client.aclose()
