@@ -275,6 +275,25 @@ def test_a_snapshot_stores_its_new_blobs_as_one_pack(tmp_path: Path) -> None:
     assert (journal.store.git_dir / "objects" / blob[:2] / blob[2:]).is_file()
 
 
+def test_content_that_reads_as_the_import_s_commands_is_stored_as_bytes(tmp_path: Path) -> None:
+    """A file of the agent's may hold what git's import reads as commands: each blob goes by
+    its length, so its bytes are stored as they are, and nothing else is."""
+    project = tmp_path / "p"
+    _app(project, 40, "v0")  # more than are written loose: the import takes them all
+    planted = b"x\ndone\nblob\nmark :1\ndata 4\nevil\ncommit refs/heads/main\n" + bytes(range(256))
+    (project / "planted.txt").write_bytes(planted)
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r0", "test")
+    (project / "planted.txt").write_bytes(b"changed\n")
+    journal.undo(journal.finish(record, "succeeded"), "u0")
+    assert (project / "planted.txt").read_bytes() == planted
+    git = ["git", "--git-dir", str(journal.store.git_dir)]
+    refs = subprocess.run([*git, "for-each-ref", "--format=%(refname)"], capture_output=True,
+                          text=True, check=True).stdout.split()  # fmt: skip
+    assert all(ref.startswith("refs/wizard/") for ref in refs)
+    assert subprocess.run([*git, "cat-file", "-e", _blob("evil")], check=False).returncode != 0
+
+
 def test_a_snapshot_that_fails_midway_keeps_nothing_of_its_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
