@@ -218,20 +218,17 @@ class _BlobPack:
             raise self._failed(said)
         # Under a hundred blobs, git stores them loose (its `fastimport.unpackLimit`).
         new = sorted(set(os.listdir(self._packs)) - self._had)
-        loose = (self._loose(blob) for blob in self._given)
+        loose = (self._store.loose(blob) for blob in self._given)
         packs = (self._packs / name for name in new)
         make_durable(self._store.git_dir, chain(packs, (path for path in loose if path.exists())))
 
     def _write_loose(self) -> None:
         with DurableBatch(self._store.git_dir) as batch:
             for blob, content in self._few.items():
-                target = self._loose(blob)
+                target = self._store.loose(blob)
                 target.parent.mkdir(exist_ok=True)
                 data = b"blob %d\0" % len(content) + content
                 batch.add(target, zlib.compress(data, 1), 0o444)
-
-    def _loose(self, blob: str) -> Path:
-        return self._store.git_dir / "objects" / blob[:2] / blob[2:]
 
 
 def own_git_env() -> dict[str, str]:
@@ -406,9 +403,13 @@ class GitStore:
         hashed = hashlib.sha1(b"blob %d\0" % len(content), usedforsecurity=False)
         hashed.update(content)
         blob = hashed.hexdigest()
-        if not (self.git_dir / "objects" / blob[:2] / blob[2:]).exists():  # stored loose
+        if not self.loose(blob).exists():
             blobs.add(blob, content)
         return blob
+
+    def loose(self, blob: str) -> Path:
+        """Where `blob` is, if the store holds it loose."""
+        return self.git_dir / "objects" / blob[:2] / blob[2:]
 
     def _load_cache(self, name: str) -> Mapping[str, list[int | str]]:
         try:
