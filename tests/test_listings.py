@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -14,7 +15,13 @@ import pytest
 
 from wizard import listings
 from wizard.journal import Journal
-from wizard.listings import FolderListing, fingerprint_folder, start_ahead, take_ahead
+from wizard.listings import (
+    FolderListing,
+    ListingStopped,
+    read_listing,
+    start_ahead,
+    take_ahead,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -67,6 +74,14 @@ def test_the_listings_taken_ahead_are_the_ones_the_journal_takes(tmp_path: Path)
     assert given.repos_before == itself.repos_before
 
 
+_KINDS = {stat.S_IFREG: "f", stat.S_IFIFO: "p"}
+
+
+def _seconds(nanoseconds: int) -> str:
+    whole, rest = divmod(nanoseconds, 10**9)
+    return f"{whole}.{rest:09d}0"
+
+
 def _as_lstat_says(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
     """What a listing of `folder` says of each entry, from `os.walk` and `os.lstat` one path
     at a time (its documented format), and the repositories in it."""
@@ -77,33 +92,81 @@ def _as_lstat_says(folder: Path) -> tuple[dict[str, str], dict[str, str]]:
             path = Path(parent, name)
             info = os.lstat(path)
             key = str(path.relative_to(folder))
+            bits = f"{stat.S_IMODE(info.st_mode):o}"
             if stat.S_ISLNK(info.st_mode):
                 said[key] = f"l:{os.readlink(path)}"
             elif stat.S_ISDIR(info.st_mode):
-                said[key] = f"d:{stat.S_IMODE(info.st_mode):o}"
+                said[key] = f"d:{bits}"
                 if name == ".git":
                     repos[f"deps/{key}"] = "folder"
             else:
-                kind, bits = stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode)
-                times = f"{info.st_mtime_ns}:{info.st_ctime_ns}"
-                said[key] = f"{kind:o}:{info.st_size}:{times}:{info.st_ino}:{bits:o}"
+                times = f"{_seconds(info.st_mtime_ns)}:{_seconds(info.st_ctime_ns)}"
+                kind = _KINDS[stat.S_IFMT(info.st_mode)]
+                said[key] = f"{kind}:{bits}:{info.st_size}:{times}:{info.st_ino}"
     return said, repos
 
 
-def test_a_listing_says_each_entry_as_lstat_sees_it(tmp_path: Path) -> None:
-    modules = _project(tmp_path) / "node_modules"
+def _odd_entries(modules: Path, outside: Path) -> None:
+    """Entries a listing must say exactly: a fifo, a setuid file in a mode-700 folder, links
+    dangling, outward and with a tab in their target, names with a tab or a line break, times
+    set back before 1970 (a fraction of a second, and more), a hard link."""
     os.mkfifo(modules / "left-pad" / "pipe")
     (modules / "left-pad" / "lib").mkdir(mode=0o700)
     (modules / "left-pad" / "lib" / "setuid").write_text("x\n")
     (modules / "left-pad" / "lib" / "setuid").chmod(0o4755)
     (modules / "dangling").symlink_to("nowhere/at all")
+    (modules / "tab\tlink").symlink_to("a\tb")
+    (modules / "line\nbreak.js").write_text("x\n")
     os.utime(modules / "left-pad" / "index.js", ns=(1, 1_000_000_123))  # mtime set back
-    (modules / "outside").symlink_to(tmp_path, target_is_directory=True)  # never walked
-    repos: dict[str, str] = {}
-    listing = fingerprint_folder(modules, repos, "deps")
-    assert (listing, repos) == _as_lstat_says(modules)
-    assert listing["outside"] == f"l:{tmp_path}"
-    assert not any(path.startswith("outside/") for path in listing)
+    os.utime(modules / "line\nbreak.js", ns=(1, -250_000_000))
+    os.utime(modules / "left-pad" / "cli.js", ns=(1, -315_619_199_750_000_000))
+    os.link(modules / "left-pad" / "cli.js", modules / "hard.js")
+    (modules / "outside").symlink_to(outside, target_is_directory=True)  # never walked
+
+
+def test_a_listing_says_each_entry_as_lstat_sees_it(tmp_path: Path) -> None:
+    modules = _project(tmp_path) / "node_modules"
+    _odd_entries(modules, tmp_path)
+    listing = listings.folder_listing(modules, "deps")
+    assert (read_listing(listing.data), dict(listing.repos)) == _as_lstat_says(modules)
+    assert read_listing(listing.data)["outside"] == f"l:{tmp_path}"
+
+
+def test_find_and_wizard_s_own_walk_list_a_folder_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = _project(tmp_path) / "node_modules"
+    _odd_entries(modules, tmp_path)
+    found = listings.list_folder(modules)
+    assert listings._found(modules, lambda: False) is not None  # GNU find listed it
+    monkeypatch.setenv("PATH", str(tmp_path / "no-find-here"))
+    assert listings._found(modules, lambda: False) is None
+    assert listings.list_folder(modules) == found
+
+
+@pytest.mark.timeout(60)  # a `find` waited for instead of ended: it would sleep for 600 s
+def test_a_listing_given_up_on_leaves_no_find_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `find` still listing when the listing is given up on (a tool call was let through)
+    is ended, not left to run."""
+    modules = _project(tmp_path) / "node_modules"
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    sleep = shutil.which("sleep")
+    (slow / "find").write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nexec {sleep} 600\n")
+    (slow / "find").chmod(0o755)
+    monkeypatch.setenv("PATH", str(slow))
+    asked: list[bool] = []
+
+    def stop() -> bool:
+        asked.append(True)
+        return (tmp_path / "pid").exists() and len(asked) > 2
+
+    with pytest.raises(ListingStopped):
+        listings.list_folder(modules, stop)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((tmp_path / "pid").read_text()), 0)
 
 
 def test_a_listing_of_another_project_is_not_taken_and_ends(tmp_path: Path) -> None:

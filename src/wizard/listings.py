@@ -2,10 +2,10 @@
 process that lists a project's ahead of its run.
 
 The journal does not copy these folders: it keeps a listing of each, every file with its
-metadata (`fingerprint_folder`; why, in `journal.dependencies`). On a large project that
-listing is most of the journal's first snapshot (0.2 s of CPU for 18,000 files here), and a
-snapshot holds the interpreter's lock, as the Claude Agent SDK's import does, so the run's
-first model request waits for it.
+metadata (`list_folder`; why, in `journal.dependencies`). On a large project that listing is
+most of the journal's first snapshot (60–100 ms for 18,000 files here, most of it `find`'s,
+in a process of its own; 0.15–0.2 s of wizard's own CPU when its walk lists them), and the
+run's first model request may wait for that snapshot.
 
 So when the command line says a run is coming (`wizard run`, `wizard skill`), `__main__`
 starts `python -I -m wizard.listings PROJECT` before it loads the rest of wizard (after pi's
@@ -33,9 +33,11 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from wizard.argv import option_value, run_words
 from wizard.walk import walk
@@ -68,64 +70,172 @@ class FolderListing:
     repos: Mapping[str, str]
 
 
-def fingerprint_folder(
-    folder: Path, repos: dict[str, str], prefix: str, stop: Callable[[], bool] = lambda: False
-) -> dict[str, str]:
+def list_folder(folder: Path, stop: Callable[[], bool] = lambda: False) -> bytes:
     """Every file, folder and link beneath `folder` (never through a link), each with its
-    metadata; a `.git` found on the way is added to `repos` (as `prefix/...`). `stop`, asked
-    at each folder, gives it up (`ListingStopped`). What cannot be listed or looked at (it
-    went away, no permission) is passed over, as `walk` does.
+    metadata, as one record (`_records`), sorted. `stop`, asked as it goes, gives it up
+    (`ListingStopped`). What cannot be listed or looked at (it went away, no permission) is
+    passed over.
 
-    This is the walk of every file of a project's dependency folders, on the way to the
-    first model request and at the close, so it is written out here rather than over `walk`
-    (a quarter less time at 18,000 files): each mode's text is made once."""
-    listing: dict[str, str] = {}
-    texts: dict[int, str | tuple[str, str]] = {}  # `_text_of` each mode met
-    root = os.fspath(folder)
-    stack = [""]
+    GNU `find` lists it (a third of the time at 18,000 files, and its CPU not wizard's: a
+    listing is on the way to the first model request and at the close, beside the engine);
+    where there is none, or it failed, the same records come from wizard's own walk."""
+    records = _found(folder, stop)
+    if records is None:
+        records = _walked(folder, stop)
+    records.sort()
+    return b"\0".join(records) + b"\0" if records else b""
+
+
+# Each record of a listing: an entry's metadata, a tab, its path in the folder. A file's
+# metadata is its type (as find's `%y` names it), permissions, size, modification and change
+# times (seconds, a point, ten digits: find's `%T@`) and inode; a folder's, its permissions
+# alone (its own times say little); a link's, its target, after its length.
+_FIND_RECORDS = (
+    "(", "-type", "d", "-printf", r"d:%m\t%P\0", ")", "-o",
+    "(", "-type", "l", "-printf", r"l\t%P\0", ")", "-o",
+    "-printf", r"%y:%m:%s:%T@:%C@:%i\t%P\0",
+)  # fmt: skip
+_TYPES = {stat.S_IFREG: "f", stat.S_IFIFO: "p", stat.S_IFSOCK: "s", stat.S_IFCHR: "c",
+          stat.S_IFBLK: "b"}  # fmt: skip
+
+
+def _found(folder: Path, stop: Callable[[], bool]) -> list[bytes] | None:
+    """The records GNU `find` prints for `folder` (its links' targets added); None when it
+    cannot give them whole: no such program, one without `-printf`, or it failed."""
+    # Its output goes to a file of its own, read once it ended: through a pipe, wizard's
+    # process would wake for each of find's 4 KB writes, a third of the listing's CPU.
+    with _scratch() as output_file:
+        try:
+            process = subprocess.Popen(
+                ["find", "-P", os.fspath(folder), "-mindepth", "1", *_FIND_RECORDS],
+                stdin=subprocess.DEVNULL, stdout=output_file, stderr=subprocess.DEVNULL,
+                cwd="/", env={"LC_ALL": "C", "PATH": os.environ.get("PATH", os.defpath)},
+            )  # fmt: skip
+        except OSError:
+            return None
+        try:
+            while True:
+                try:
+                    process.wait(timeout=0.02)
+                    break
+                except subprocess.TimeoutExpired:
+                    if stop():
+                        raise ListingStopped(os.fspath(folder)) from None
+        finally:
+            if process.returncode is None:
+                process.kill()
+                process.wait()
+        output_file.seek(0)
+        output = output_file.read()
+    # 1: something could not be looked at (passed over, as the walk does); with nothing
+    # printed, maybe a `find` without `-printf`, or a folder it could not open at all.
+    if process.returncode != 0 and not (process.returncode == 1 and output):
+        return None
+    records = output.split(b"\0")
+    records.pop()  # after the last record's end
+    base = os.fsencode(folder) + b"/"
+    if output.startswith(b"l\t") or b"\0l\t" in output:  # a link: its target
+        records = [_target(base, record) if record[:2] == b"l\t" else record
+                   for record in records]  # fmt: skip
+        return [record for record in records if record]
+    return records
+
+
+def _scratch() -> BinaryIO:
+    """A file in memory (Linux), else an unnamed temporary one."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return open(os.memfd_create("wizard-listing", os.MFD_CLOEXEC), "w+b")
+    return tempfile.TemporaryFile()
+
+
+def _target(base: bytes, record: bytes) -> bytes:
+    """A link's record, with its target ("" if it went away)."""
+    path = record[2:]
+    try:
+        return _link(os.readlink(base + path), path)
+    except OSError:
+        return b""
+
+
+def _walked(folder: Path, stop: Callable[[], bool]) -> list[bytes]:
+    """The records of `folder`, from wizard's own walk."""
+    records: list[bytes] = []
+    texts: dict[int, bytes | None] = {}  # each mode's metadata, or None for one with times
+    root = os.fsencode(folder)
+    stack = [b""]
     while stack:
         relative = stack.pop()
+        if stop():
+            raise ListingStopped(os.fsdecode(root))
         try:
-            with os.scandir(f"{root}/{relative}" if relative else root) as found:
+            with os.scandir(root + b"/" + relative if relative else root) as found:
                 items = list(found)
         except OSError:
             continue
-        head = f"{relative}/" if relative else ""
+        head = relative + b"/" if relative else b""
         for item in items:
             try:
                 info = item.stat(follow_symlinks=False)
             except OSError:
                 continue
             path = head + item.name
-            text = texts.get(info.st_mode)
+            mode = info.st_mode
+            if mode not in texts:
+                bits = f"{stat.S_IMODE(mode):o}"
+                texts[mode] = (f"d:{bits}\t".encode() if stat.S_ISDIR(mode)
+                               else None if not stat.S_ISLNK(mode)
+                               else b"")  # fmt: skip
+            text = texts[mode]
             if text is None:
-                text = texts[info.st_mode] = _text_of(info.st_mode)
-            if isinstance(text, tuple):
-                listing[path] = (
-                    f"{text[0]}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:"
-                    f"{info.st_ino}:{text[1]}"
+                kind = _TYPES.get(stat.S_IFMT(mode), "U")
+                records.append(
+                    f"{kind}:{stat.S_IMODE(mode):o}:{info.st_size}:{_seconds(info.st_mtime_ns)}:"
+                    f"{_seconds(info.st_ctime_ns)}:{info.st_ino}\t".encode()
+                    + path
                 )
             elif text:  # a folder
-                if stop():
-                    raise ListingStopped(root)
-                if item.name == ".git":
-                    repos[f"{prefix}/{path}"] = "folder"
-                listing[path] = text  # its own mtime says little
+                records.append(text + path)
                 stack.append(path)
             else:
                 with contextlib.suppress(OSError):
-                    listing[path] = "l:" + os.readlink(item.path)
-    return listing
+                    records.append(_link(os.readlink(item.path), path))
+    return records
 
 
-def _text_of(mode: int) -> str | tuple[str, str]:
-    """What a listing says of an entry of `mode`: a folder's text; "" for a link; a file's
-    type and permissions, around its size, times and inode."""
-    if stat.S_ISDIR(mode):
-        return f"d:{stat.S_IMODE(mode):o}"
-    if stat.S_ISLNK(mode):
-        return ""
-    return f"{stat.S_IFMT(mode):o}", f"{stat.S_IMODE(mode):o}"
+def _seconds(nanoseconds: int) -> str:
+    """A time as find's `%T@` prints it: whole seconds (rounded down), then the rest."""
+    whole, rest = divmod(nanoseconds, 1_000_000_000)
+    return f"{whole}.{rest:09d}0"
+
+
+def _link(target: bytes, path: bytes) -> bytes:
+    return b"l:%d:%s\t%s" % (len(target), target, path)
+
+
+def read_listing(data: bytes) -> dict[str, str]:
+    """A listing's entries: each path in its folder, and its metadata."""
+    entries: dict[str, str] = {}
+    for record in data.split(b"\0")[:-1]:
+        if record.startswith(b"l:"):
+            size, _, rest = record[2:].partition(b":")
+            cut = int(size)
+            meta, path = b"l:" + rest[:cut], rest[cut + 1 :]
+        else:
+            meta, _, path = record.partition(b"\t")
+        entries[os.fsdecode(path)] = os.fsdecode(meta)
+    return entries
+
+
+def _repositories(data: bytes) -> Iterator[bytes]:
+    """The path of each folder named `.git` in a listing's `data`."""
+    at = data.find(b".git\0")
+    while at != -1:
+        start = data.rfind(b"\0", 0, at) + 1
+        meta, _, path = data[start : at + 4].partition(b"\t")
+        if meta.startswith(b"d:") and (path == b".git" or path.endswith(b"/.git")):
+            yield path
+        at = data.find(b".git\0", at + 5)
 
 
 def heavy_folders(root: Path) -> Iterator[str]:
@@ -139,11 +249,10 @@ def heavy_folders(root: Path) -> Iterator[str]:
 def folder_listing(
     folder: Path, path: str, stop: Callable[[], bool] = lambda: False
 ) -> FolderListing:
-    """The listing of `folder`, the project's folder at `path`."""
-    repos: dict[str, str] = {}
-    data = json.dumps(fingerprint_folder(folder, repos, path, stop), sort_keys=True)
-    encoded = data.encode()
-    return FolderListing(path, digest_of(encoded), encoded, repos)
+    """The listing of `folder`, the project's folder at `path`, and the repositories in it."""
+    data = list_folder(folder, stop)
+    repos = {f"{path}/{os.fsdecode(found)}": "folder" for found in _repositories(data)}
+    return FolderListing(path, digest_of(data), data, repos)
 
 
 def digest_of(data: bytes) -> str:

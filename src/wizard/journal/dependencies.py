@@ -8,11 +8,13 @@ modification time does not change when a file inside it is edited in place, so e
 fingerprinted: its type, size, modification and change times, inode and mode (a link: its
 target), as the engine record does. The change time cannot be set back by a command, so an
 edit that restores the modification time is still seen. (The listing itself is
-`listings.fingerprint_folder`, which a run's first snapshot may have taken ahead.)
+`listings.list_folder`, which a run's first snapshot may have taken ahead.)
 
-A folder's listing is kept in the journal's state, named by its digest (`deps/<digest>.json`),
-so a run compares the listings before and after it file by file. Their content is not kept:
-`wizard undo` removes what was added or changed in place and says to reinstall.
+A folder's listing is kept in the journal's state, named by its digest
+(`deps/<digest>.listing`; a journal kept before listings were `find`'s holds JSON ones,
+`deps/<digest>.json`), so a run compares the listings before and after it file by file. Their
+content is not kept: `wizard undo` removes what was added or changed in place and says to
+reinstall.
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from wizard.atomic import write_atomically
-from wizard.listings import FolderListing
+from wizard.listings import FolderListing, read_listing
 
 # What a file in a dependency folder became during a run.
 ADDED, CHANGED, REMOVED = "added", "changed", "removed"
+_SUFFIX = ".listing"
 
 
 def keep_listing(state: Path, listing: FolderListing) -> str:
     """Keep a folder's listing in the journal's state; its digest."""
-    target = state / "deps" / f"{listing.digest}.json"
+    target = state / "deps" / f"{listing.digest}{_SUFFIX}"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(target, listing.data, 0o600)
@@ -42,6 +45,12 @@ def load_listing(state: Path, digest: object) -> dict[str, str] | None:
     if not isinstance(digest, str):
         return None
     try:
+        return read_listing((state / "deps" / f"{digest}{_SUFFIX}").read_bytes())
+    except OSError:
+        pass
+    except ValueError:  # not a listing
+        return None
+    try:  # kept by a wizard before listings were `find`'s
         loaded = json.loads((state / "deps" / f"{digest}.json").read_text())
     except (OSError, ValueError):
         return None
@@ -71,7 +80,8 @@ def dependency_changes(
 
 def prune_listings(state: Path, kept: Iterable[object]) -> None:
     """Remove the listings no kept record names."""
-    names = {f"{digest}.json" for digest in kept if isinstance(digest, str)}
+    names = {f"{digest}{suffix}" for digest in kept if isinstance(digest, str)
+             for suffix in (_SUFFIX, ".json")}  # fmt: skip
     folder = state / "deps"
     if not folder.is_dir():
         return
