@@ -227,6 +227,18 @@ def read_listing(data: bytes) -> dict[str, str]:
     return entries
 
 
+def from_json(text: str) -> str:
+    """An entry's metadata as a listing of JSON said it (kept by a wizard before listings
+    were `find`'s: a file's type and permissions in octal around its size, times in
+    nanoseconds and inode), as a listing says it now (`ValueError` if it is neither)."""
+    if text.startswith(("d:", "l:")):
+        return text
+    kind, size, modified, changed, inode, bits = text.split(":")
+    mode = int(kind, 8)
+    return (f"{_TYPES.get(stat.S_IFMT(mode), 'U')}:{bits}:{int(size)}:{_seconds(int(modified))}:"
+            f"{_seconds(int(changed))}:{int(inode)}")  # fmt: skip
+
+
 def _repositories(data: bytes) -> Iterator[bytes]:
     """The path of each folder named `.git` in a listing's `data`."""
     at = data.find(b".git\0")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,53 @@ def test_heavy_folders_are_listed_not_copied_and_their_changes_are_named(tmp_pat
     finished = journal.finish(record, "succeeded")
     assert finished.heavy_changed == ["node_modules"]
     assert finished.changed == []
+
+
+def _listed_as_json_was(folder: Path) -> bytes:
+    """A folder's listing as a wizard kept it before listings were `find`'s: JSON, each file
+    its type and permissions in octal around its size, times in nanoseconds and inode."""
+    listing: dict[str, str] = {}
+    for parent, folders, files in os.walk(folder):
+        for name in (*folders, *files):
+            path = Path(parent, name)
+            info = os.lstat(path)
+            kind, bits = stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode)
+            listing[str(path.relative_to(folder))] = (
+                f"l:{os.readlink(path)}" if stat.S_ISLNK(info.st_mode)
+                else f"d:{bits:o}" if stat.S_ISDIR(info.st_mode)
+                else f"{kind:o}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:"
+                f"{info.st_ino}:{bits:o}"
+            )  # fmt: skip
+    return json.dumps(listing, sort_keys=True).encode()
+
+
+def test_a_run_resumed_after_an_upgrade_reads_its_old_listings_alike(tmp_path: Path) -> None:
+    """A run recorded by a wizard that kept its dependency listings as JSON, closed by this
+    one: an unchanged folder is not changed, and a changed file is the only one named (undo
+    removes what it names)."""
+    project = tmp_path / "p"
+    modules = project / "node_modules"
+    (modules / "left-pad" / "lib").mkdir(parents=True)
+    (modules / "left-pad" / "index.js").write_text("x")
+    (modules / "left-pad" / "lib" / "tool").write_text("#!/bin/sh\n")
+    (modules / "left-pad" / "lib" / "tool").chmod(0o755)
+    (modules / ".bin").mkdir()
+    (modules / ".bin" / "tool").symlink_to("../left-pad/lib/tool")
+    os.utime(modules / "left-pad" / "index.js", ns=(1, -250_000_000))
+    journal = Journal(project, tmp_path / "state")
+    record = journal.begin("r1", "test")
+    old = _listed_as_json_was(modules)
+    digest = hashlib.sha1(old).hexdigest()
+    (journal.state / "deps" / f"{digest}.json").write_bytes(old)
+    record = record.model_copy(update={"heavy_before": {"node_modules": digest}})
+    (project / "app.py").write_text("agent\n")
+    finished = journal.finish(record, "succeeded")
+    assert (finished.heavy_changed, finished.dependency_changes) == ([], {})
+    with (modules / "left-pad" / "index.js").open("a") as payload:
+        payload.write("evil()")
+    again = journal.finish(record, "succeeded")
+    assert again.heavy_changed == ["node_modules"]
+    assert again.dependency_changes == {"node_modules/left-pad/index.js": "changed"}
 
 
 def test_a_git_repository_is_left_untouched(tmp_path: Path) -> None:

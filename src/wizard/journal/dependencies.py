@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from wizard.atomic import write_atomically
-from wizard.listings import FolderListing, read_listing
+from wizard.listings import FolderListing, from_json, read_listing
 
 # What a file in a dependency folder became during a run.
 ADDED, CHANGED, REMOVED = "added", "changed", "removed"
@@ -52,9 +52,9 @@ def load_listing(state: Path, digest: object) -> dict[str, str] | None:
         return None
     try:  # kept by a wizard before listings were `find`'s
         loaded = json.loads((state / "deps" / f"{digest}.json").read_text())
-    except (OSError, ValueError):
+        return {str(path): from_json(str(text)) for path, text in loaded.items()}
+    except (OSError, ValueError, AttributeError):
         return None
-    return loaded if isinstance(loaded, dict) else None
 
 
 def dependency_changes(

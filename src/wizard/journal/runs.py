@@ -199,6 +199,17 @@ class Journal:
         snapshot = self.store.snapshot(copy, record.mounts, listed if copy is None else None)
         self.store.keep(f"{record.run_id}/after", snapshot.tree)
         changes = self.store.changes(record.before, snapshot.tree)
+        deps = dependency_changes(self.state, record.heavy_before, snapshot.heavy)
+        # A folder there before and after whose listing's digest changed but none of its
+        # entries did (listed in another format, before an upgrade, by a run resumed since)
+        # did not change.
+        both = record.heavy_before.keys() & snapshot.heavy.keys()
+        heavy = [
+            folder
+            for folder in _differing(record.heavy_before, snapshot.heavy)
+            if folder not in both
+            or any(path == folder or path.startswith(f"{folder}/") for path in deps)
+        ]
         return record.model_copy(
             update={
                 **ended,
@@ -206,10 +217,8 @@ class Journal:
                 "after_modes": snapshot.modes,
                 "changed": _changed_paths(changes, record.before_modes, snapshot.modes),
                 "heavy_after": dict(snapshot.heavy),
-                "heavy_changed": _differing(record.heavy_before, snapshot.heavy),
-                "dependency_changes": dependency_changes(
-                    self.state, record.heavy_before, snapshot.heavy
-                ),
+                "heavy_changed": heavy,
+                "dependency_changes": deps,
                 "large_changed": _differing(record.large_before, snapshot.large),
                 "repos_added": _differing(record.repos_before, snapshot.repos, only_after=True),
             }
