@@ -4,6 +4,7 @@ since they were taken, and never in place of a change a call made."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import pytest
 from wizard.journal import Journal, Listed
 from wizard.journal.store import GitStore
 from wizard.listings import ListingStopped
+from wizard.runner import journaling
 from wizard.runner.harness.gate import SessionCalls, ToolActivity, ToolGate
 from wizard.runner.journaling import RunJournal, _Ahead
 from wizard.tools.fence import Fence
@@ -81,6 +83,33 @@ def test_listings_taken_once_the_last_call_ended_are_the_closing_ones(
     run, activity = _opened(tmp_path, project)
     _call(activity, "a", project)  # planted, then ended: listed again in the thread
     assert run._ahead is not None and run._ahead.taken(1) is not None
+    monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
+    record = run.finish("aborted")
+    assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
+
+
+def test_a_run_ending_takes_its_closing_listings_at_once_at_its_own_priority(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the run is ending (a marker latched), the listings after its last call are taken
+    without the pause, in a thread at the run's priority: the close waits for them while the
+    engine tears down, and a starved low-priority thread would hold it up."""
+    monkeypatch.setattr(journaling, "_PAUSE", 60.0)
+    takers: list[tuple[int, int]] = []
+    own = GitStore.heavy_listings
+
+    def heavy_listings(store: GitStore, stop: Callable[[], bool] = lambda: False) -> Listed:
+        takers.append((threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0)))
+        return own(store, stop)
+
+    monkeypatch.setattr(GitStore, "heavy_listings", heavy_listings)
+    run, activity = _opened(tmp_path, project)
+    _call(activity, "a", project)
+    assert takers == []  # in its pause
+    activity.run.ending()
+    assert run._ahead is not None and run._ahead.taken(1) is not None
+    ((taker, nice),) = takers
+    assert taker != threading.get_native_id() and nice == os.getpriority(os.PRIO_PROCESS, 0)
     monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
     record = run.finish("aborted")
     assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
@@ -176,18 +205,42 @@ def test_the_gate_counts_the_calls_it_lets_run_and_no_other(tmp_path: Path) -> N
     assert gate.serving().calls is calls
 
 
-def test_listings_wait_a_pause_unless_the_close_waits_for_them() -> None:
+def test_listings_wait_a_pause_unless_the_close_takes_them_itself() -> None:
     started = threading.Event()
+    takers: list[threading.Thread] = []
 
     def take(stop: Callable[[], bool]) -> Listed:
         started.set()
+        takers.append(threading.current_thread())
         return {"node_modules": ("digest", {})}
 
     ahead = _Ahead(take)
     ahead.want(1)
     assert not started.wait(0.1)  # the engine's own work after a call goes first
-    assert ahead.taken(1) == {"node_modules": ("digest", {})}  # the close cuts the pause
+    # The close cuts the pause, and takes them in its own thread (never the low-priority one).
+    assert ahead.taken(1) == {"node_modules": ("digest", {})}
+    assert takers == [threading.current_thread()]
     assert ahead.taken(2) is None  # never asked for
+    time.sleep(0.5)  # past the pause: the thread took nothing more
+    assert takers == [threading.current_thread()]
+
+
+def test_a_close_waits_for_listings_the_thread_is_taking() -> None:
+    release = threading.Event()
+    takers: list[threading.Thread] = []
+
+    def take(stop: Callable[[], bool]) -> Listed:
+        takers.append(threading.current_thread())
+        release.wait(5)
+        return {"node_modules": ("digest", {})}
+
+    ahead = _Ahead(take, pause=0)
+    ahead.want(1)
+    while not takers:
+        time.sleep(0.01)
+    threading.Timer(0.1, release.set).start()
+    assert ahead.taken(1) == {"node_modules": ("digest", {})}
+    assert takers[0] is not threading.current_thread() and len(takers) == 1
 
 
 def test_a_call_let_through_stops_the_listings_being_taken() -> None:
@@ -202,9 +255,8 @@ def test_a_call_let_through_stops_the_listings_being_taken() -> None:
 
     busy: list[bool] = []
     calls = ToolActivity(on_busy=lambda: busy.append(True)).session()
-    ahead = _Ahead(take)
+    ahead = _Ahead(take, pause=0)
     ahead.want(0)
-    ahead._hurry = True
     assert started.wait(5)
     calls.judged("next", True)
     ahead.stop()

@@ -105,7 +105,7 @@ class RunJournal:
             return
         if self._ahead is None:
             self._ahead = _Ahead(self.journal.store.heavy_listings)
-        self._ahead.want(mark)
+        self._ahead.want(mark, at_once=self.activity is not None and self.activity.closing)
 
     def busy(self) -> None:
         """A tool call was let through: listings being taken are of no use any more."""
@@ -200,23 +200,34 @@ def _taken_ahead(project: Path, sink: EventSink) -> list[FolderListing]:
 
 class _Ahead:
     """One thread that takes the dependency folders' listings when asked, and keeps the last
-    it took, by its mark. It waits `_PAUSE` first (the engine makes the next command's
-    sandbox meanwhile; a close that waits for it cuts the pause short), gives up once a call
-    is let through or a newer ask comes (`stop`), and runs at the lowest priority."""
+    it took, by its mark. It waits `pause` first (the engine makes the next command's sandbox
+    meanwhile), gives up once a call is let through or a newer ask comes (`stop`), and runs at
+    the lowest priority. A close that finds a listing still in its pause takes it itself, at
+    its own priority: the run's end never waits on a thread the engine's teardown starves."""
 
-    def __init__(self, take: Callable[[Callable[[], bool]], Listed]) -> None:
+    def __init__(
+        self, take: Callable[[Callable[[], bool]], Listed], pause: float | None = None
+    ) -> None:
         self._take = take
+        self._pause = _PAUSE if pause is None else pause
         self._changed = threading.Condition()
         self._asked: int | None = None
         self._asks = 0  # each ask, and each stop, makes the one in hand stale
         self._taking: int | None = None
-        self._hurry = False
         self._taken: tuple[int, Listed] | None = None
         self._thread: threading.Thread | None = None
 
-    def want(self, mark: int) -> None:
+    def want(self, mark: int, *, at_once: bool = False) -> None:
+        """Take the listings for `mark`; `at_once`: the run is ending, so without the pause,
+        in a thread of their own at the run's priority (its close will wait for them)."""
         with self._changed:
-            self._asked, self._asks = mark, self._asks + 1
+            self._asks += 1
+            if at_once:
+                self._asked, self._taking, ask = None, mark, self._asks
+                threading.Thread(target=self._take_now, args=(mark, ask), name="journal-close",
+                                 daemon=True).start()  # fmt: skip
+                return
+            self._asked = mark
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="journal-ahead",
                                                 daemon=True)  # fmt: skip
@@ -236,37 +247,51 @@ class _Ahead:
             with self._changed:
                 while self._asked is None:
                     self._changed.wait()
-                until = time.monotonic() + _PAUSE
-                while self._asked is not None and not self._hurry:
+                until = time.monotonic() + self._pause
+                while self._asked is not None:
                     if (left := until - time.monotonic()) <= 0:
                         break
                     self._changed.wait(left)
                 if self._asked is None:
                     continue
                 mark, ask = self._asked, self._asks
-                self._taking, self._asked, self._hurry = mark, None, False
-            try:
-                listed: Listed | None = self._take(functools.partial(self._stale, ask))
-            except Exception:  # stopped, or failed: the close lists them itself
-                listed = None
-            with self._changed:
-                if listed is not None:
-                    self._taken = (mark, listed)
+                self._taking, self._asked = mark, None
+            self._take_now(mark, ask)
+
+    def _take_now(self, mark: int, ask: int) -> None:
+        self._listed(mark, ask)
+        with self._changed:
+            if self._taking == mark:
                 self._taking = None
-                self._changed.notify_all()
+            self._changed.notify_all()
+
+    def _listed(self, mark: int, ask: int) -> Listed | None:
+        """The listings taken for `mark` (kept), or None (stopped, or failed: the close lists
+        them itself)."""
+        try:
+            listed = self._take(functools.partial(self._stale, ask))
+        except Exception:
+            return None
+        with self._changed:
+            self._taken = (mark, listed)
+        return listed
 
     def _stale(self, ask: int) -> bool:
         return self._asks != ask
 
     def taken(self, mark: int) -> Listed | None:
-        """The listings taken at `mark` (waited for, without the pause, if being taken or
-        asked for); None if none were."""
+        """The listings taken at `mark` (taken now if still in their pause, waited for if
+        being taken); None if none were asked for."""
         with self._changed:
-            self._hurry = True
-            self._changed.notify_all()
-            while True:
-                if self._taken is not None and self._taken[0] == mark:
-                    return self._taken[1]
-                if mark not in (self._taking, self._asked):
-                    return None
-                self._changed.wait()
+            if self._asked == mark:  # not begun: taken here, the pause cut short
+                self._asked, self._asks = None, self._asks + 1
+                self._changed.notify_all()
+                ask = self._asks
+            else:
+                while True:
+                    if self._taken is not None and self._taken[0] == mark:
+                        return self._taken[1]
+                    if mark != self._taking:
+                        return None
+                    self._changed.wait()
+        return self._listed(mark, ask)

@@ -193,7 +193,7 @@ class FakeSession:
         for number, call in enumerate(calls):
             name, args, call_id = call["name"], call.get("arguments", {}), f"call-{number}"
             await self._emit({"type": "tool_start", "id": call_id, "name": name, "args": args})
-            decision = await gate.judge(name, args)
+            decision = await gate.judge(name, args, call_id)
             if not decision.allow:
                 answer = ToolResult(decision.reason, is_error=True)
             elif name in gate.tools:

@@ -12,6 +12,7 @@ from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType, AgentResult, exit_code
 from wizard.programs import get_program, skill_program
 from wizard.programs.types import ProgramConfig
+from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.sequence.context import RunContext
@@ -183,6 +184,24 @@ async def test_each_program_aborts_on_its_skill_marker(tmp_path: Path, program_i
     assert (outcome.status, outcome.reason) == ("aborted", reason)
     assert outcome.outro is not None and outcome.outro.message == case.message
     assert "A skill has been installed at .claude/skills/" in fake.prompts[0]
+
+
+@pytest.mark.parametrize(
+    ("said", "ending"), [("Checked.\n[ABORT] nothing to do", True), ("All set up.", False)]
+)
+async def test_a_run_that_ends_on_a_marker_says_so_to_its_tool_activity(
+    tmp_path: Path, said: str, ending: bool
+) -> None:
+    """The run's end is known at the marker, before the engine's teardown: its tool activity
+    is told then (the journal's closing listing starts), and quiet from the last call on."""
+    quiet: list[tuple[int, bool]] = []
+    activity = ToolActivity()
+    activity.on_quiet = lambda mark: quiet.append((mark, activity.closing))
+    fake = FakeSession([[SKILL_READ, {"blocks": [{"text": said}]}], [{"blocks": []}]])
+    ctx = replace(context(tmp_path, skill_program("transactional-email")), activity=activity)
+    await run_linear(ctx, PiHarness(session_factory=fake))
+    assert activity.closing is ending
+    assert quiet == ([(1, False), (1, True)] if ending else [(1, False)])
 
 
 async def test_a_program_without_cases_aborts_with_the_generic_screen(tmp_path: Path) -> None:

@@ -226,6 +226,8 @@ class _Conversation:
             raise
         finally:
             fired.cancel()
+        if run.ending() and run.inputs.activity is not None:  # the close's work starts now
+            run.inputs.activity.ending()
         if not prompt.done():
             await session.abort()
         try:

@@ -55,6 +55,9 @@ class ToolActivity:
     ) -> None:
         self.on_quiet = on_quiet  # called with the mark each time the last open call ends
         self.on_busy = on_busy  # called each time a call is let through
+        # Set once the run is ending (`ending`): what is quiet then is, as far as anyone
+        # knows, quiet for good.
+        self.closing = False
         self._let_through = 0
         self._seen: set[str] = set()  # every call a gate judged, by session and id
         self._open: set[str] = set()
@@ -83,6 +86,14 @@ class ToolActivity:
             self._open.discard(key)
             if (mark := self.mark()) is not None:
                 self.on_quiet(mark)
+
+    def ending(self) -> None:
+        """The run is ending (a stop marker latched, or a critical violation): its gates let
+        nothing through any more. Says so to `on_quiet` now if no call is running, else when
+        the last ends."""
+        self.closing = True
+        if (mark := self.mark()) is not None:
+            self.on_quiet(mark)
 
     def mark(self) -> int | None:
         """A mark of this moment, when no call that was let through is still running."""

@@ -130,6 +130,11 @@ class RunState:
             return not self.task.settled()
         return self.todos.has_open_todos()
 
+    def ending(self) -> bool:
+        """Whether the whole run is ending: a stop marker latched, or the fence latched a
+        critical violation (a task that reported halts its own turn only)."""
+        return self.latch.marker is not None or self.violated_at is not None
+
     def may_continue(self) -> bool:
         """Whether a nudge may follow: work open, nothing latched, no violation."""
         return self.latch.marker is None and self.fence.violation is None and self.work_open()
