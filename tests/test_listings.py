@@ -22,6 +22,7 @@ from wizard.listings import (
     start_ahead,
     take_ahead,
 )
+from wizard.walk import walk
 
 
 @pytest.fixture(autouse=True)
@@ -80,6 +81,28 @@ _KINDS = {stat.S_IFREG: "f", stat.S_IFIFO: "p"}
 def _seconds(nanoseconds: int) -> str:
     whole, rest = divmod(nanoseconds, 10**9)
     return f"{whole}.{rest:09d}0"
+
+
+def test_the_dependency_folders_found_are_the_ones_a_walk_of_every_entry_finds(
+    tmp_path: Path,
+) -> None:
+    """Found from each folder's entry types alone: the same as a walk that looks at every
+    entry (a link named like one, or to one, is not one; nor is one inside another or inside
+    a `.git`)."""
+    project = _project(tmp_path)
+    (project / "src" / "build").mkdir(parents=True)
+    (project / "src" / "dist").write_text("a file, not a folder\n")
+    (project / "linked").symlink_to(project / "packages", target_is_directory=True)
+    (project / "src" / "node_modules").symlink_to(tmp_path, target_is_directory=True)
+    (project / "node_modules" / "left-pad" / "node_modules").mkdir()
+    walked = [
+        path
+        for path, name, info in walk(project, lambda name: name not in listings.NOT_WALKED)
+        if name in listings.HEAVY_FOLDERS and stat.S_ISDIR(info.st_mode)
+    ]
+    found = list(listings.heavy_folders(project))
+    assert sorted(found) == sorted(walked)
+    assert sorted(found) == [".venv", "node_modules", "packages/a/node_modules", "src/build"]
 
 
 def _as_lstat_says(folder: Path) -> tuple[dict[str, str], dict[str, str]]:

@@ -20,7 +20,7 @@ well, is not taken: the journal lists the folders itself, as before.
 That process runs in isolated mode (`-I`: no `PYTHONPATH`, no user site, not the working
 folder on its path) from `/`, with nothing of the environment but the locale: nothing of the
 project's is imported or read but the metadata it lists. Standard library only (and the
-leaves `argv` and `walk`), so it loads nothing else of wizard.
+leaf `argv`), so it loads nothing else of wizard.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 from wizard.argv import option_value, run_words
-from wizard.walk import walk
 
 HEAVY_FOLDERS = frozenset(
     {
@@ -252,10 +251,29 @@ def _repositories(data: bytes) -> Iterator[bytes]:
 
 def heavy_folders(root: Path) -> Iterator[str]:
     """Each dependency or build folder beneath `root`, as a snapshot finds it (never inside
-    another, nor inside a `.git`)."""
-    for path, name, info in walk(root, lambda name: name not in NOT_WALKED):
-        if name in HEAVY_FOLDERS and stat.S_ISDIR(info.st_mode):
-            yield path
+    another, nor inside a `.git`, never through a link). Only folders are looked at: each
+    entry's type is the one its folder's listing gives (a `stat` only where it gives none)."""
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        try:
+            with os.scandir(root / relative) as found:
+                folders = [item.name for item in found if _is_folder(item)]
+        except OSError:
+            continue
+        for name in folders:
+            path = f"{relative}/{name}" if relative else name
+            if name in HEAVY_FOLDERS:
+                yield path
+            elif name != ".git":
+                stack.append(path)
+
+
+def _is_folder(item: os.DirEntry[str]) -> bool:
+    try:
+        return item.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def folder_listing(

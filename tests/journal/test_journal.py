@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.journal.trees import state
 from wizard.errors import ConfigError, UsageError
-from wizard.journal import Journal, UndoRefused
+from wizard.journal import Journal, Listed, UndoRefused
 from wizard.journal import store as store_module
 from wizard.journal.store import GitStore
 
@@ -175,6 +175,31 @@ def test_a_run_resumed_after_an_upgrade_reads_its_old_listings_alike(tmp_path: P
     again = journal.finish(record, "succeeded")
     assert again.heavy_changed == ["node_modules"]
     assert again.dependency_changes == {"node_modules/left-pad/index.js": "changed"}
+
+
+def test_a_snapshot_asks_for_listings_being_taken_once_it_walked_the_rest(
+    tmp_path: Path,
+) -> None:
+    """The closing snapshot walks the project's own files while the dependency folders'
+    listings may still be being taken, and asks for them after that walk: once."""
+    project = tmp_path / "p"
+    (project / "node_modules" / "left-pad").mkdir(parents=True)
+    (project / "node_modules" / "left-pad" / "index.js").write_text("x")
+    (project / "app.py").write_text("app\n")
+    store = Journal(project, tmp_path / "state").store
+    before = store.snapshot()
+    listed = store.heavy_listings()
+    asked: list[bool] = []
+
+    def later() -> Listed:
+        asked.append(True)
+        (project / "late.py").write_text("written once the walk was done\n")
+        return listed
+
+    snapshot = store.snapshot(listed=later)
+    assert asked == [True]
+    assert snapshot.heavy == {"node_modules": listed["node_modules"][0]} == before.heavy
+    assert store.changes(before.tree, snapshot.tree) == []  # late.py: not walked
 
 
 def test_a_git_repository_is_left_untouched(tmp_path: Path) -> None:

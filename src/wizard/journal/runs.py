@@ -29,7 +29,7 @@ from wizard.journal.edits import Edits, edits_between
 from wizard.journal.leftovers import remove_unjournaled
 from wizard.journal.project_copy import copy_project, remove_copy
 from wizard.journal.refusals import ApplyRefused, UndoRefused
-from wizard.journal.store import PLAIN_BITS, Change, GitStore, Listed, Snapshot
+from wizard.journal.store import PLAIN_BITS, Change, GitStore, Given, Snapshot
 from wizard.layout import state_root
 from wizard.listings import FolderListing
 
@@ -171,7 +171,7 @@ class Journal:
         record: RunRecord,
         status: str,
         error_type: str | None = None,
-        listed: Listed | None = None,
+        listed: Given | None = None,
     ) -> RunRecord:
         """Snapshot the project after a run, whatever its outcome; prune old records. Called
         again on a finished record (checks ran in the project since), it takes the
@@ -193,7 +193,7 @@ class Journal:
         self.prune()
         return finished
 
-    def _closed(self, record: RunRecord, ended: dict[str, Any], listed: Listed | None) -> RunRecord:
+    def _closed(self, record: RunRecord, ended: dict[str, Any], listed: Given | None) -> RunRecord:
         """The record with the project's after-state (a preview: its copy's)."""
         copy = Path(record.preview_dir) if record.preview_dir else None
         snapshot = self.store.snapshot(copy, record.mounts, listed if copy is None else None)

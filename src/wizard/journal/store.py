@@ -112,6 +112,9 @@ _PACKS = 16
 _LAST_TREE = "last-tree"
 # A heavy folder's listing, by its path: its digest, and the repositories found in it.
 Listed = Mapping[str, tuple[str, Mapping[str, str]]]
+# Listings given to a snapshot, or a way to get them once its walk of the rest is done (they
+# may still be being taken meanwhile; None: none).
+Given = Listed | Callable[[], Listed | None]
 
 
 def _repository(path: Path, info: os.stat_result) -> str:
@@ -280,12 +283,12 @@ class GitStore:
             self._git("init", "--quiet", "--bare", str(self.git_dir), store=False)
 
     def snapshot(
-        self, copy: Path | None = None, mounts: Iterable[str] = (), listed: Listed | None = None
+        self, copy: Path | None = None, mounts: Iterable[str] = (), listed: Given | None = None
     ) -> Snapshot:
         """Record the project's files now (or a preview's `copy` of them, whose `mounts`, the
         links it holds in place of heavy folders, count as those folders). A heavy folder in
-        `listed` (`heavy_listings`, taken since, when nothing could change it) is not listed
-        again."""
+        `listed` (`heavy_listings`, taken since, when nothing could change it; asked for once
+        the rest is walked) is not listed again."""
         self._ensure()
         limit = int(os.environ.get("WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE))
         root = copy or self.project
@@ -330,11 +333,13 @@ class GitStore:
         heavy: dict[str, str],
         repos: dict[str, str],
         mounts: frozenset[str],
-        listed: Listed,
+        listed: Given,
     ) -> Iterator[_Entry]:
         """Every file and link beneath `root`, through no followed link, nothing that is not
         a file or a link. A `.git` goes into `repos`, not the tree. Heavy folders (and
-        `mounts`, the folders they stand for) go into `heavy`, by their listing's digest."""
+        `mounts`, the folders they stand for) go into `heavy`, by their listing's digest:
+        once the rest is walked (a listing being taken meanwhile is waited for then)."""
+        met: list[str] = []
         for path, name, info in walk(root, lambda name: name not in NOT_WALKED):
             if name == ".git" and path in mounts:  # a preview's link to the project's own
                 with contextlib.suppress(OSError):
@@ -343,11 +348,8 @@ class GitStore:
             elif name == ".git":
                 repos[path] = _repository(root / path, info)
             elif stat.S_ISDIR(info.st_mode):
-                if name in HEAVY_FOLDERS and path in listed:
-                    heavy[path], found = listed[path]
-                    repos.update(found)
-                elif name in HEAVY_FOLDERS:
-                    heavy[path] = self._fingerprint(root / path, repos, path)
+                if name in HEAVY_FOLDERS:
+                    met.append(path)
             elif path in mounts:
                 with contextlib.suppress(OSError):
                     target = Path(os.path.realpath(root / path))
@@ -356,6 +358,13 @@ class GitStore:
                 yield _Entry(path, "120000", info)
             elif stat.S_ISREG(info.st_mode):
                 yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
+        given = (listed() if callable(listed) else listed) or {}
+        for path in met:
+            if path in given:
+                heavy[path], found = given[path]
+                repos.update(found)
+            else:
+                heavy[path] = self._fingerprint(root / path, repos, path)
 
     def _tree(self, listing: bytes) -> str:
         """The tree of an index listing: the last snapshot's, when its listing was this one

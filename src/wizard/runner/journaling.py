@@ -120,25 +120,28 @@ class RunJournal:
             return None
         if mark == 0:  # nothing ran: the first snapshot's listings
             repos = record.repos_before
-            return {
+            listed: Listed | None = {
                 path: (digest, {repo: repos[repo] for repo in repos if repo.startswith(f"{path}/")})
                 for path, digest in record.heavy_before.items()
                 if isinstance(digest, str)
             }
-        return self._ahead.taken(mark) if self._ahead is not None else None
+        else:
+            listed = self._ahead.taken(mark) if self._ahead is not None else None
+        if listed is not None:
+            self.sink(LogLine("the closing snapshot takes the dependency folders' listings "
+                              "made since the last tool call ended", "debug"))  # fmt: skip
+        return listed
 
     def finish(
         self, status: str, error_type: str | None = None, record: RunRecord | None = None
     ) -> RunRecord | None:
         """Snapshot the project after the run (again, given its finished `record`, without
         listings taken ahead: checks ran since); the finished record."""
-        listed = self._listed(self.record) if record is None and self.record else None
+        ahead = self.record if record is None else None
         record = record or self.record
         if self.journal is None or record is None:
             return None
-        if listed is not None:
-            self.sink(LogLine("the closing snapshot takes the dependency folders' listings "
-                              "made since the last tool call ended", "debug"))  # fmt: skip
+        listed = None if ahead is None else functools.partial(self._listed, ahead)
         try:
             return self.journal.finish(record, status, error_type, listed)
         except (WizardError, OSError) as exc:
