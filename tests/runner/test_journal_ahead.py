@@ -70,8 +70,10 @@ def _no_listing(*_: object) -> str:
 def test_a_run_that_let_no_call_through_closes_on_its_first_listings(
     tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run, _ = _opened(tmp_path, project)
+    run, activity = _opened(tmp_path, project)
     monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
+    activity.run.ending()  # a marker before any call: nothing is listed again, then or later
+    assert run._ahead is None
     record = run.finish("aborted")
     assert record is not None and record.heavy_after == record.heavy_before
     assert record.dependency_changes == {}
