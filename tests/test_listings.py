@@ -162,7 +162,7 @@ def test_find_and_wizard_s_own_walk_list_a_folder_alike(
     _odd_entries(modules, tmp_path)
     found = listings.list_folder(modules)
     assert listings._found(modules, lambda: False) is not None  # GNU find listed it
-    monkeypatch.setenv("PATH", str(tmp_path / "no-find-here"))
+    monkeypatch.setattr(listings, "_SYSTEM_PATH", str(tmp_path / "no-find-here"))
     assert listings._found(modules, lambda: False) is None
     assert listings.list_folder(modules) == found
 
@@ -179,7 +179,7 @@ def test_a_listing_given_up_on_leaves_no_find_running(
     sleep = shutil.which("sleep")
     (slow / "find").write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nexec {sleep} 600\n")
     (slow / "find").chmod(0o755)
-    monkeypatch.setenv("PATH", str(slow))
+    monkeypatch.setattr(listings, "_SYSTEM_PATH", str(slow))
     asked: list[bool] = []
 
     def stop() -> bool:

@@ -184,12 +184,13 @@ def outside_world(outside_temp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
 
 def aborted_run(engine: str, project: Path, scenario: dict[str, Any], tmp_path: Path,
-                gateway_process: Any) -> tuple[Any, Path, dict[str, str]]:  # fmt: skip
+                gateway_process: Any, **environ: str
+                ) -> tuple[Any, Path, dict[str, str]]:  # fmt: skip
     """`wizard run` on `engine` in `project`, the gateway playing `scenario`, which ends in an
-    abort (exit 3): the run, its outcome file, and the environment it ran in (for the user's
-    next commands)."""
+    abort (exit 3), `environ` set on top of this one's: the run, its outcome file, and the
+    environment it ran in (for the user's next commands)."""
     url, _ = gateway_process(scenario)
-    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, **environ)
     out = tmp_path / "outcome.json"
     run = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
                      "--harness", engine, "--outcome-json", str(out), env=env)  # fmt: skip

@@ -11,6 +11,7 @@ folder, through `wizard run` and `wizard undo` as a user runs them:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -61,7 +62,8 @@ def _app(root: Path) -> Path:
 
 
 def _run_script(engine: str, project: Path, script: str, abort: dict[str, Any], tmp_path: Path,
-                gateway_process: Any) -> tuple[Any, Path, dict[str, str]]:  # fmt: skip
+                gateway_process: Any, **environ: str
+                ) -> tuple[Any, Path, dict[str, str]]:  # fmt: skip
     """`wizard run` on `engine`: the agent writes `script`, runs it, then answers `abort`;
     the run, its outcome file, and the environment it ran in."""
     tool = "{}" if engine == "pi" else "mcp__wizard__{}"
@@ -72,7 +74,7 @@ def _run_script(engine: str, project: Path, script: str, abort: dict[str, Any], 
             abort,
         ]
     }
-    return aborted_run(engine, project, scenario, tmp_path, gateway_process)
+    return aborted_run(engine, project, scenario, tmp_path, gateway_process, **environ)
 
 
 def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
@@ -115,3 +117,29 @@ def test_a_process_left_by_the_last_command_cannot_change_a_dependency_unseen(
     if shutil.which("node"):
         subprocess.run(["node", "index.js"], cwd=project, capture_output=True, check=False)
     assert not marker.exists()
+
+
+def test_a_find_a_dependency_put_on_the_user_s_path_never_runs(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    """A package may ship a `find` of its own in `node_modules/.bin`, and a user's PATH may
+    hold that folder (direnv, npm's scripts): wizard's listings of the dependency folders
+    run the system's `find`, never that one, at the first snapshot and at the close."""
+    project = _app(outside_world.outside.parent)
+    planted = project / "node_modules" / ".bin"
+    planted.mkdir()
+    marker = outside_world.outside / "planted-find-ran"
+    (planted / "find").write_text(f"#!/bin/sh\necho ran > {marker}\n")
+    (planted / "find").chmod(0o755)
+    script = 'open("touched.txt", "w").write("the command ran")'
+    abort = said("[ABORT] the project is not one this program sets up")
+    path = f"{planted}:{os.environ['PATH']}"
+    _, out, env = _run_script(engine, project, script, abort, tmp_path, gateway_process,
+                              PATH=path)  # fmt: skip
+    assert (project / "touched.txt").exists()  # the command ran: the close listed again
+    assert not marker.exists()
+    outcome = json.loads(out.read_text())
+    assert outcome["dependency_changes"] == {}  # listed whole, before and after
+    undo = run_wizard("undo", outcome["run_id"], "--project", str(project), env=env)
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert not marker.exists() and (project / LEFTPAD).exists()
