@@ -31,13 +31,15 @@ _RUN_MODULES = ("wizard.cli", "typer._adapters", "wizard.launch", "wizard.runner
 
 
 def _start_early() -> None:
-    """What a run will need, started before the rest loads: pi's host if it runs pi (its
-    engine checked first: the host's load is such a run's longest wait), then the listing
-    of the project's dependency folders."""
+    """What a run will need, started before the rest loads: wizard's programs pinned
+    (`pinned`), pi's host if it runs pi (its engine checked first: the host's load is such a
+    run's longest wait), then the listing of the project's dependency folders."""
     import os
 
+    from wizard.pinned import pin_tools
     from wizard.runner.harness.pi.early import load_behind_host, prestart
 
+    pin_tools(sys.argv[1:], os.environ)  # before anything starts: every process inherits it
     prestart(sys.argv[1:], os.environ)
     from wizard.listings import start_ahead  # after the host's start, which waits for nothing
 

@@ -119,25 +119,35 @@ def test_a_process_left_by_the_last_command_cannot_change_a_dependency_unseen(
     assert not marker.exists()
 
 
-def test_a_find_a_dependency_put_on_the_user_s_path_never_runs(
+# What wizard, its engines and the sandbox runtime run by name, outside the sandbox.
+OWN_PROGRAMS = ("find", "git", "node", "bwrap", "socat", "rg")
+
+
+def test_programs_a_dependency_put_on_the_user_s_path_never_run_outside_the_sandbox(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
-    """A package may ship a `find` of its own in `node_modules/.bin`, and a user's PATH may
-    hold that folder (direnv, npm's scripts): wizard's listings of the dependency folders
-    run the system's `find`, never that one, at the first snapshot and at the close."""
+    """A package may ship a `git` or a `bwrap` of its own in `node_modules/.bin` (an agent's
+    command can write one there), and a user's PATH may hold that folder (direnv, npm's
+    scripts; an activated `.venv/bin` likewise): wizard's journal, its engine and the
+    sandbox runtime run the system's programs, never those, at the first snapshot, for each
+    command, and at the close."""
     project = _app(outside_world.outside.parent)
     planted = project / "node_modules" / ".bin"
     planted.mkdir()
-    marker = outside_world.outside / "planted-find-ran"
-    (planted / "find").write_text(f"#!/bin/sh\necho ran > {marker}\n")
-    (planted / "find").chmod(0o755)
+    marker = outside_world.outside / "planted-ran"
+    for name in OWN_PROGRAMS:
+        real = shutil.which(name)
+        assert real is not None, name
+        # Each says it ran (which only a process outside the sandbox can), then does its job.
+        (planted / name).write_text(f'#!/bin/sh\necho {name} >> {marker}\nexec {real} "$@"\n')
+        (planted / name).chmod(0o755)
     script = 'open("touched.txt", "w").write("the command ran")'
     abort = said("[ABORT] the project is not one this program sets up")
     path = f"{planted}:{os.environ['PATH']}"
     _, out, env = _run_script(engine, project, script, abort, tmp_path, gateway_process,
                               PATH=path)  # fmt: skip
     assert (project / "touched.txt").exists()  # the command ran: the close listed again
-    assert not marker.exists()
+    assert not marker.exists(), marker.read_text()
     outcome = json.loads(out.read_text())
     assert outcome["dependency_changes"] == {}  # listed whole, before and after
     undo = run_wizard("undo", outcome["run_id"], "--project", str(project), env=env)
