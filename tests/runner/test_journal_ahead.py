@@ -264,3 +264,12 @@ def test_a_call_let_through_stops_the_listings_being_taken() -> None:
     ahead.stop()
     assert gave_up.wait(5) and busy == [True]
     assert ahead.taken(0) is None
+
+
+def test_a_run_is_said_to_be_ending_once() -> None:
+    """Each conversation that ends the run says so; the closing listings are asked for once."""
+    quiet: list[int] = []
+    activity = ToolActivity(on_quiet=quiet.append)
+    activity.ending()
+    activity.ending()
+    assert activity.closing and quiet == [0]

@@ -100,8 +100,8 @@ class RunJournal:
 
     def ahead(self, mark: int) -> None:
         """List the dependency folders again, in a thread, for the closing snapshot: the last
-        tool call let through has ended (`mark`, `ToolActivity.on_quiet`). None when no call
-        was let through (mark 0): the first snapshot's listings are the closing ones."""
+        tool call let through has ended (`mark`, `ToolActivity.on_quiet`); not if none was
+        let through (mark 0): the first snapshot's listings are the closing ones."""
         if self.journal is None or self.record is None or mark == 0:
             return
         if self._ahead is None:

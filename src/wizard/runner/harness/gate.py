@@ -90,7 +90,9 @@ class ToolActivity:
     def ending(self) -> None:
         """The run is ending (a stop marker latched, or a critical violation): its gates let
         nothing through any more. Says so to `on_quiet` now if no call is running, else when
-        the last ends."""
+        the last ends. Once: each conversation that ends the run says so."""
+        if self.closing:
+            return
         self.closing = True
         if (mark := self.mark()) is not None:
             self.on_quiet(mark)
