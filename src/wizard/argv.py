@@ -8,6 +8,7 @@ started for a run that does not come is ended. Standard library only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 _NOT_A_RUN = frozenset({"-h", "--help", "-V", "--version", "--show-completion",
                         "--install-completion"})  # fmt: skip
@@ -32,3 +33,9 @@ def option_value(argv: Sequence[str], name: str) -> str | None:
         elif word.startswith(f"{name}="):
             value = word.split("=", 1)[1]
     return value
+
+
+def project_named(argv: Sequence[str]) -> Path:
+    """The project the command line names: its `--project`, else the working folder (as
+    given, not resolved)."""
+    return Path(option_value(argv, "--project") or ".")

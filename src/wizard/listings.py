@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from wizard.argv import option_value, run_words
+from wizard.argv import project_named, run_words
 
 HEAVY_FOLDERS = frozenset(
     {
@@ -303,7 +303,7 @@ def start_ahead(argv: Sequence[str]) -> int | None:
         return None
     atexit.register(discard_ahead)  # first: the process goes whenever wizard does
     try:
-        project = Path(option_value(argv, "--project") or ".").resolve(strict=True)
+        project = project_named(argv).resolve(strict=True)
         process = subprocess.Popen(
             [sys.executable, "-I", "-m", "wizard.listings", str(project)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 
-from wizard.argv import option_value
+from wizard.argv import project_named
 from wizard.layout import state_root
 
 PINNED = ("git", "node", "npm", "bwrap", "socat", "rg", "sandbox-exec")
@@ -40,7 +40,7 @@ def pin_tools(argv: Sequence[str], environ: MutableMapping[str, str]) -> Path | 
     the folder, or None if none was (no such program outside the project, or no folder can
     be written)."""
     path = environ.get("PATH", os.defpath)
-    project = _project(argv)
+    project = Path(os.path.realpath(project_named(argv)))
     trusted = os.pathsep.join(trusted_folders(path, project))
     if not trusted:  # an empty one would be the working folder
         return None
@@ -67,11 +67,6 @@ def trusted_folders(path: str, project: Path) -> list[str]:
             continue
         kept.append(entry)
     return kept
-
-
-def _project(argv: Sequence[str]) -> Path:
-    """The project of the command line: its `--project`, else the working folder."""
-    return Path(os.path.realpath(option_value(argv, "--project") or "."))
 
 
 def _links(found: dict[str, str]) -> Path:
