@@ -5,6 +5,7 @@ no API key)."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -59,9 +60,9 @@ class _AfterTheFirstRequest:
 
 async def _run(
     engine: str, project: Path, first: dict[str, Any], fails: bool, delay: float = 0.5,
-    engine_timeout: float | None = None,
+    engine_timeout: float | None = None, then: tuple[dict[str, Any], ...] = (),
 ) -> Any:  # fmt: skip
-    scenario = {"responses": [first, said("Done."), said("[WIZARD-REMARK] none")]}
+    scenario = {"responses": [first, *then, said("Done."), said("[WIZARD-REMARK] none")]}
     async with ScriptedGateway(scenario) as gateway:
         plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url=gateway.url,
                                           harness=engine, no_verify=True), {})  # fmt: skip
@@ -137,3 +138,27 @@ async def test_the_anthropic_shell_s_first_command_finds_its_sandbox_made(
     assert outcome.status == "unverified", (outcome.status, outcome.reason)
     assert "made-ahead" in str(requests[1].body) and wrapped == []
     assert sorted(path.name for path in tmp_path.iterdir()) == [".claude"]  # the skill's
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+async def test_the_first_command_runs_in_a_sandbox_made_ahead_and_kept_for_the_second(
+    engine: str, tmp_path: Path
+) -> None:
+    """Through a whole run: the first command's sandbox is made as the model's `bash` call
+    streams, once the skill is installed, and kept for the second command, which changed
+    nothing it was made from (a package manager's first use makes its cache in the run's
+    temp folder, which wizard made beforehand: a new name there would throw the sandbox
+    away). What the first wrote in the sandbox's own in-memory /tmp is there for the second
+    only if both ran in one sandbox: a first command wrapped when it came runs in a sandbox
+    of its own, gone with it."""
+    scripts = {"mark": "echo kept-$((6*7)) > /tmp/seen", "seen": "cat /tmp/seen || echo not-kept"}
+    (tmp_path / "package.json").write_text(json.dumps({"name": "app", "scripts": scripts}))
+    bash = TOOL[engine].format("bash")
+    first = reply(call(bash, command="npm run mark && echo first-ran"))
+    second = reply(call(bash, command="npm run seen"))
+    outcome, requests = await _run(engine, tmp_path, first, fails=False, then=(second,))
+    assert outcome.status == "unverified", (outcome.status, outcome.reason)
+    assert "first-ran" in str(requests[1].body)
+    answered = str(requests[2].body["messages"][-1])  # the second command's result
+    assert "kept-42" in answered and "No such file" not in answered
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".claude", "package.json"]

@@ -85,6 +85,11 @@ for (const step of steps) {
     await made.current.ready;
     say({ op: "prepare", pid: made.current.child?.pid ?? null, keeps: made.current.keeps });
     if (step.wait) await new Promise((resolve) => process.stdin.once("data", resolve));
+  } else if (step.op === "first") {  // as pi's host once the model's first `bash` call streams
+    const generation = made.generation;
+    made.prepareFirst();
+    await made.current?.ready;
+    say({ op: "first", made: made.generation !== generation, pid: made.current?.child?.pid });
   } else if (step.op === "discard") {
     made.discard();
     say({ op: "discard" });
@@ -500,6 +505,30 @@ def test_a_folder_a_command_renamed_keeps_its_env_hidden_from_the_next(project: 
     assert SECRET not in lines[1]["out"]
     assert lines[3]["prepared"] and "done" in lines[3]["out"]
     assert SECRET not in lines[3]["out"]
+
+
+def test_the_first_sandbox_made_ahead_serves_the_first_command_and_none_after_another_tool(
+    project: Path,
+) -> None:
+    """pi's host makes the first command's sandbox ahead (`prepareFirst`): the first command
+    runs in it and the second in the same one; once a command was taken, asking again makes
+    none, nor once another tool threw the sandbox away (that tool must find none standing)."""
+    before = sorted(p.name for p in project.iterdir())
+    lines = drive(project, [
+        {"op": "first"},
+        {"op": "run", "command": "cat .env; echo first"},
+        {"op": "first"},
+        {"op": "prepare"},
+        {"op": "run", "command": "echo second"},
+    ])  # fmt: skip
+    first, ran, again, kept, second = lines
+    assert first["made"] and first["pid"] is not None
+    assert ran["prepared"] and "first" in ran["out"] and SECRET not in ran["out"]
+    assert not again["made"]  # a command was taken: its end prepares the next
+    assert kept["pid"] == first["pid"] and second["prepared"] and "second" in second["out"]
+    another_tool = drive(project, [{"op": "first"}, {"op": "discard"}, {"op": "first"}])
+    assert another_tool[0]["made"] and another_tool[2] == {"op": "first", "made": False}
+    assert sorted(p.name for p in project.iterdir()) == before
 
 
 async def test_the_anthropic_shell_hands_each_command_to_the_sandbox_made_ahead(

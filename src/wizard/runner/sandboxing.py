@@ -18,6 +18,7 @@ from wizard.layout import state_root
 from wizard.runlog import log_dir
 from wizard.runner.previewing import Workspace
 from wizard.tools.sandbox import (
+    PRIVATE_CACHES,
     SandboxPolicy,
     build_policy,
     check_sandbox,
@@ -63,6 +64,8 @@ class RunSandbox:
             return cls(None)
         check_sandbox()
         temp_dir = Path(tempfile.mkdtemp(prefix=f"wizard-run-{run_id}-"))
+        for cache in PRIVATE_CACHES.values():
+            (temp_dir / "caches" / cache).mkdir(parents=True)
         prefix, cgroup = process_cap(run_id)
         if not prefix:
             sink(LogLine("the process count of commands is not capped here (root, no cgroup)"))

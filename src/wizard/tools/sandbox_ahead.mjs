@@ -336,6 +336,17 @@ export class SandboxAhead {
     // The sandbox: {child, gone, env, ready (a promise), noted, failed, keeps, busy}.
     this.current = null;
     this.generation = 0;
+    // A command was taken or a sandbox thrown away (for another tool, or the host leaving):
+    // the first sandbox is made ahead only before either (`prepareFirst`).
+    this.begun = false;
+  }
+
+  /**
+   * `prepare` the first command's sandbox, unless a command or another tool has come (each
+   * command's end prepares the next; another tool must find no sandbox standing).
+   */
+  prepareFirst() {
+    if (!this.begun && this.current === null) this.prepare();
   }
 
   /**
@@ -397,6 +408,7 @@ export class SandboxAhead {
    * being wrapped has been given back, unless `wrapping` is false (the host leaving).
    */
   discard({ wrapping = true } = {}) {
+    this.begun = true;
     const current = this.current;
     if (current === null) return Promise.resolve();
     this.current = null;
@@ -422,6 +434,7 @@ export class SandboxAhead {
    * mounted is the runtime's to remove once it has gone, never after a command it is kept for.
    */
   async take(dir, env, command) {
+    this.begun = true;
     this.env = env;
     const current = this.current;
     if (current === null) return null;

@@ -83,3 +83,21 @@ async def test_nothing_runs_before_the_run_is_ready_and_nothing_after_it_could_n
         late = await bridge.handle({"op": "tool", "name": "note", "id": "2", "input": {}})
         assert late["isError"] is not made
     assert ran == ["ran"]
+
+
+async def test_the_host_hears_the_run_is_ready_for_tools_once_it_is_and_not_while_it_ends(
+    tmp_path: Path,
+) -> None:
+    """The host makes the first command's sandbox only once the run is ready for tools (the
+    first snapshot taken, the skill installed): the answer waits for that, says no if the
+    run could not be made ready, and no once the run is ending."""
+    for made in (True, False):
+        ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        bridge = HostBridge(ToolGate([], Fence(tmp_path), ready=ready))
+        asked = asyncio.ensure_future(bridge.handle({"op": "ready"}))
+        await asyncio.sleep(0.05)
+        assert not asked.done()
+        ready.set_result(made)
+        assert await asked == {"ready": made}
+    ending = HostBridge(ToolGate([], Fence(tmp_path), halted=lambda: True))
+    assert await ending.handle({"op": "ready"}) == {"ready": False}

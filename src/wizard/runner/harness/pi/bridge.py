@@ -3,7 +3,9 @@
 Each connection carries one JSON line from `host.mjs` and gets one JSON line back:
 
 - `{"op": "tool", "name", "id", "input"}` runs a host tool → `{"text", "isError", "terminate"}`;
-- `{"op": "permit", "name", "id", "input"}` asks the gate → `{"allow", "reason", "critical"}`.
+- `{"op": "permit", "name", "id", "input"}` asks the gate → `{"allow", "reason", "critical"}`;
+- `{"op": "ready"}` → `{"ready"}` once the run is ready for tools (or could not be made so),
+  false once it is ending: the host makes the first command's sandbox only then.
 
 Every decision is the gate's (`runner.harness.gate`); this only translates. The host drops
 the connection when pi aborts the call; the server tolerates that.
@@ -102,6 +104,8 @@ class HostBridge:
         """Answer one bridge request."""
         name = str(request.get("name", ""))
         args = request.get("input") or {}
+        if request.get("op") == "ready":
+            return {"ready": await self.gate.ready() and not self.gate.halted()}
         if request.get("op") == "permit":
             call_id = request.get("id")
             call_id = call_id if isinstance(call_id, str) else None

@@ -34,6 +34,9 @@ let sandboxRuntime = null; // the runtime, once started
 let leaving = false; // `leave` has begun: no sandbox starts after this
 let ahead = null; // the next command's sandbox, made while the model thinks (sandbox_ahead.mjs)
 let makeAhead = null; // how `ahead` is made once the runtime has started (`sandboxedBash`)
+// The first command's sandbox (`firstSandboxAhead`): "wanted" until it is asked for, "gone" once
+// another tool came first (it may come before the runtime, and so `ahead`, exists).
+let firstAhead = "wanted";
 
 function die(message, code = 70) {
   process.stderr.write(`wizard pi host: ${message}\n`);
@@ -379,6 +382,22 @@ function sandboxedBash(pi, cwd) {
   };
 }
 
+/**
+ * Make the first command's sandbox as the model's first `bash` call begins to stream (its
+ * arguments still coming, then the fence's word on it), once the run is ready for tools (the
+ * project's first snapshot taken and the skill installed: the sandbox stands placeholders in
+ * the project, and is made from what is there). The first command waits for less of a making
+ * or none, and the second finds the sandbox kept instead of waiting for one being made; a run
+ * that never calls `bash` (one that ends on its first reply) makes none.
+ */
+async function firstSandboxAhead() {
+  if (firstAhead !== "wanted" || !launch.sandbox) return;
+  firstAhead = "asked";
+  await sandboxStarted();
+  const answer = await askHost({ op: "ready" }).catch(() => null);
+  if (answer?.ready === true && firstAhead === "asked" && !leaving) ahead?.prepareFirst();
+}
+
 /** The environment pi gives a command (its shell's, pi's bin folder first on PATH) as the
  * spawn hook makes it; the commands after the first are prepared with the last one's. */
 function firstCommandEnv(pi) {
@@ -447,11 +466,16 @@ let lastAssistant = null;
 session.agent.subscribe(async (event) => {
   if (event.type === "message_end" && event.message.role === "assistant") lastAssistant = event.message;
   // Tool calls run one at a time: the next command's sandbox is kept or made once a call has
-  // ended (not before the first: the session's start must not wait on it), and none is kept
-  // while another tool runs (what it changes must be in the next one, and it must not find
-  // the sandbox's placeholders in the project).
-  if (ahead && event.type === "tool_execution_start" && event.toolName !== "bash") {
-    await ahead.discard();
+  // ended (the first's once the model's first `bash` call streams: `firstSandboxAhead`), and
+  // none is kept while another tool runs (what it changes must be in the next one, and it
+  // must not find the sandbox's placeholders in the project).
+  if (event.type === "message_update" && event.assistantMessageEvent.type === "toolcall_start") {
+    const { partial, contentIndex } = event.assistantMessageEvent;
+    if (partial?.content?.[contentIndex]?.name === "bash") void firstSandboxAhead();
+  }
+  if (event.type === "tool_execution_start" && event.toolName !== "bash") {
+    firstAhead = "gone";
+    await ahead?.discard();
   }
   if (ahead && event.type === "tool_execution_end") ahead.prepare();
   const line = compact(event);
