@@ -291,7 +291,7 @@ def test_a_prune_drops_the_forgotten_blobs_and_keeps_the_stat_cache_of_the_rest(
     journal.finish(journal.begin("r1", "test"), "succeeded")  # prunes r0
     assert not stored(blob("version 0\n")) and stored(blob("version 1\n"))
     cache = json.loads((store.state / "stat-cache.json").read_text())
-    assert set(cache) == {"kept.txt", "f.txt"} and cache["f.txt"][-1] == blob("version 1\n")
+    assert set(cache) == {"kept.txt", "f.txt"} and cache["f.txt"].endswith(blob("version 1\n"))
     rehashed: list[str] = []
     real = store._store
     monkeypatch.setattr(store, "_store", lambda root, entry, blobs: rehashed.append(entry.path)
@@ -434,7 +434,38 @@ def test_the_stat_cache_is_written_only_when_a_stat_changed(tmp_path: Path) -> N
     (project / "f.txt").write_text("two\n")
     journal.finish(journal.begin("r1", "test"), "succeeded")
     assert cache.stat().st_ino != written
-    assert json.loads(cache.read_text())["f.txt"][0] == len("two\n")
+    assert json.loads(cache.read_text())["f.txt"].startswith("4:")  # the size of "two\n"
+
+
+def test_a_stat_cache_is_read_once_a_run_and_an_older_wizard_s_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The closing snapshot finds the first snapshot's stat cache in memory (not read
+    again); a cache an older wizard kept (each entry a list) is read as it says, so nothing
+    unchanged is hashed again after an upgrade."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "a.txt").write_text("a\n")
+    (project / "b.txt").write_text("b\n")
+    journal = Journal(project, tmp_path / "state")
+    cache = journal.store.state / "stat-cache.json"
+    journal.finish(journal.begin("r0", "test"), "succeeded")
+    entries = json.loads(cache.read_text())
+    older = {path: [*map(int, entry.split(":")[:4]), entry.split(":")[4]]
+             for path, entry in entries.items()}  # fmt: skip
+    cache.write_text(json.dumps(older))
+    upgraded = Journal(project, tmp_path / "state")  # a new process's, after the upgrade
+    rehashed: list[str] = []
+    real = upgraded.store._store
+    monkeypatch.setattr(upgraded.store, "_store", lambda root, entry, blobs:
+                        rehashed.append(entry.path) or real(root, entry, blobs))  # fmt: skip
+    record = upgraded.begin("r1", "test")
+    assert rehashed == [], "an older wizard's stat cache was not read"
+    cache.write_text("not a cache")  # the close reads none: the run's own is in memory
+    (project / "b.txt").write_text("bb\n")
+    upgraded.finish(record, "succeeded")
+    assert rehashed == ["b.txt"]
+    assert json.loads(cache.read_text())["a.txt"] == entries["a.txt"]
 
 
 def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

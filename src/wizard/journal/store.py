@@ -253,6 +253,9 @@ class GitStore:
         self.project = project
         self.state = state
         self.git_dir = state / "journal.git"
+        # The stat caches as this store last read or wrote them: a run's closing snapshot
+        # finds its first snapshot's without reading it again.
+        self._caches: dict[str, dict[str, str]] = {}
 
     def _git(self, *args: str, store: bool = True, stdin: bytes | None = None) -> bytes:
         command, env = self._command(args, store)
@@ -294,7 +297,7 @@ class GitStore:
         root = copy or self.project
         cache_name = "preview-stat-cache.json" if copy is not None else "stat-cache.json"
         cache = self._load_cache(cache_name)
-        fresh: dict[str, list[int | str]] = {}
+        fresh: dict[str, str] = {}
         lines: list[str] = []
         modes: dict[str, int] = {}
         large: dict[str, str] = {}
@@ -307,16 +310,14 @@ class GitStore:
                 if entry.mode != "120000" and info.st_size > limit:
                     large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
                     continue
-                key: list[int | str] = [
-                    info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino
-                ]  # fmt: skip
+                key = f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}:"
                 cached = cache.get(entry.path)
                 blob = (
-                    str(cached[-1])
-                    if cached and cached[:-1] == key
+                    cached[len(key) :]
+                    if cached is not None and cached.startswith(key)
                     else self._store(root, entry, blobs)
                 )
-                fresh[entry.path] = [*key, blob]
+                fresh[entry.path] = key + blob
                 lines.append(f"{entry.mode} {blob}\t{entry.path}")
                 bits = stat.S_IMODE(info.st_mode)
                 if entry.mode != "120000" and bits != (0o755 if bits & 0o100 else 0o644):
@@ -420,15 +421,27 @@ class GitStore:
         """Where `blob` is, if the store holds it loose."""
         return self.git_dir / "objects" / blob[:2] / blob[2:]
 
-    def _load_cache(self, name: str) -> Mapping[str, list[int | str]]:
+    def _load_cache(self, name: str) -> Mapping[str, str]:
+        """A stat cache: each file's path, and its size, modification and change times
+        (nanoseconds) and inode, then its blob, as one text (`size:mtime:ctime:inode:blob`);
+        one kept by an older wizard (the same, as a list) is read alike."""
+        if name in self._caches:
+            return self._caches[name]
         try:
             loaded = json.loads((self.state / name).read_text())
         except (OSError, ValueError):
-            return {}
-        return loaded if isinstance(loaded, dict) else {}
+            loaded = {}
+        cache = {
+            path: entry if isinstance(entry, str) else ":".join(map(str, entry))
+            for path, entry in (loaded.items() if isinstance(loaded, dict) else ())
+            if isinstance(entry, str) or (isinstance(entry, list) and len(entry) == 5)
+        }
+        self._caches[name] = cache
+        return cache
 
-    def _save_cache(self, name: str, cache: Mapping[str, list[int | str]]) -> None:
+    def _save_cache(self, name: str, cache: dict[str, str]) -> None:
         write_atomically(self.state / name, json.dumps(cache).encode(), 0o600)
+        self._caches[name] = cache
 
     def keep(self, ref: str, tree: str) -> None:
         """Keep `tree` alive under `refs/wizard/<ref>` (until `forget`)."""
@@ -457,12 +470,13 @@ class GitStore:
         cache = self._load_cache(cache_name)
         if not cache:
             return
-        blobs = sorted({str(entry[-1]) for entry in cache.values()})
+        blobs = sorted({entry.rpartition(":")[2] for entry in cache.values()})
         answer = self._git("cat-file", "--batch-check=%(objectname)",
                            stdin="\n".join(blobs).encode() + b"\n")  # fmt: skip
         missing = {line.split()[0] for line in answer.decode().splitlines() if "missing" in line}
         if missing:
-            kept = {path: entry for path, entry in cache.items() if entry[-1] not in missing}
+            kept = {path: entry for path, entry in cache.items()
+                    if entry.rpartition(":")[2] not in missing}  # fmt: skip
             self._save_cache(cache_name, kept)
 
     def changes(self, old: str, new: str) -> list[Change]:
