@@ -292,3 +292,56 @@ async def test_the_sdk_is_imported_once_the_client_modules_made_ahead_are(
     monkeypatch.setattr(harness_module, "load_sdk", lambda: order.append("sdk") or sdk)
     await AnthropicHarness()._sdk()
     assert order == ["ahead", "sdk"]
+
+
+async def test_a_turn_stopped_by_killing_its_cli_ends_before_the_cli_is_gone(
+    tmp_path: Path,
+) -> None:
+    """The CLI wizard started is killed to stop a turn: the turn ends at once, not once the
+    SDK's reader has seen the CLI's pipes close (the kernel frees a large Node process first,
+    tens of milliseconds); the session's close leaves the wait for the CLI's end to the
+    harness, whose close (after the run's closing snapshot) waits for it."""
+    from wizard.runner.harness.anthropic.session import ClaudeSession
+    from wizard.runner.harness.driver import reap
+    from wizard.runner.harness.gate import ToolGate
+    from wizard.runner.harness.types import EngineLaunch
+    from wizard.tools.fence import Fence
+
+    class Dying:
+        """The CLI's process: killed, it goes only once `gone` is set."""
+
+        pid, returncode = 4242, None
+
+        def __init__(self) -> None:
+            self.gone, self.killed = asyncio.Event(), 0
+
+        def kill(self) -> None:
+            self.killed += 1
+
+        async def wait(self) -> int:
+            await self.gone.wait()
+            self.returncode = -9
+            return -9
+
+    cli = FakeClaudeCLI([[{"text": "Working on it."}, {"hold": True}]])
+    launch = EngineLaunch(tmp_path, "scripted-1", "anthropic-messages", "http://127.0.0.1:9",
+                          "t", ToolGate([], Fence(tmp_path)), shell=False)  # fmt: skip
+    reaping: list[asyncio.Future[int]] = []
+    harness = AnthropicHarness(client_factory=cli.client)
+    session = ClaudeSession(launch, harness._sdk, cli.client, reaping=reaping)
+    await session.start()
+    dying = session._process = Dying()  # type: ignore[assignment]
+    turn = asyncio.ensure_future(session.prompt("Set up the program."))
+    while not cli.prompts:  # the turn is under way, held open by the CLI
+        await asyncio.sleep(0.01)
+    await session.abort()
+    result = await asyncio.wait_for(turn, 5)  # the reader never ends: only the kill ends it
+    assert (result.stop_reason, dying.killed) == ("aborted", 1)
+    await asyncio.wait_for(session.close(), 5)
+    assert len(reaping) == 1 and not reaping[0].done()  # left to the harness, still dying
+    closing = asyncio.ensure_future(reap(reaping))
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # the harness's close waits for it
+    dying.gone.set()
+    await asyncio.wait_for(closing, 5)
+    assert reaping == [] and dying.returncode == -9

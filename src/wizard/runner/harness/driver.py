@@ -85,6 +85,17 @@ class EngineHarness:
         return await drive(inputs, self.name, self.detection, self._session_factory)
 
 
+async def reap(ends: list[asyncio.Future[int]]) -> None:
+    """Wait for the engine processes a run's sessions killed and left ending (their memory
+    freed while the run closed: a large Node process takes tens of milliseconds to go), five
+    seconds at most: killed, and in the kernel's hands, they are not waited for further."""
+    waiting, ends[:] = list(ends), []
+    if waiting:
+        _, stuck = await asyncio.wait(waiting, timeout=5)
+        for end in stuck:
+            end.cancel()
+
+
 async def drive(
     inputs: RunInputs, engine: str, detection: DetectionPolicy, open_session: SessionFactory
 ) -> AgentResult:

@@ -20,7 +20,7 @@ from wizard.engines.bundle import verified_bundle
 from wizard.engines.claude import check_bundled_cli, check_sdk_installed, load_sdk
 from wizard.errors import EngineChanged, EngineError, UsageError
 from wizard.runner.harness.anthropic.session import ClaudeSession, ClientFactory
-from wizard.runner.harness.driver import DetectionPolicy, EngineHarness
+from wizard.runner.harness.driver import DetectionPolicy, EngineHarness, reap
 from wizard.runner.harness.proxy import client_made_ahead
 from wizard.runner.harness.types import EngineLaunch
 
@@ -36,10 +36,11 @@ class AnthropicHarness(EngineHarness):
     def __init__(self, client_factory: ClientFactory | None = None) -> None:
         # Tests hand in a client over a scripted transport; runs use `ClaudeSDKClient`.
         def session(launch: EngineLaunch) -> ClaudeSession:
-            return ClaudeSession(launch, self._sdk, client_factory)
+            return ClaudeSession(launch, self._sdk, client_factory, reaping=self._exits)
 
         super().__init__(session)
         self._loading: asyncio.Future[ModuleType] | None = None
+        self._exits: list[asyncio.Future[int]] = []  # CLIs killed, not yet gone (`close`)
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
         """The CLI must be the one the SDK installed. The engine bundle, which holds the
@@ -55,6 +56,11 @@ class AnthropicHarness(EngineHarness):
             raise  # a changed sandbox runtime would run commands outside the sandbox
         except EngineError as exc:
             progress(f"the sandbox runtime is not available: {exc.message}")
+
+    async def close(self) -> None:
+        """Wait for the CLIs the sessions killed to be gone (their ends overlapped the
+        journal's closing snapshot)."""
+        await reap(self._exits)
 
     async def _sdk(self) -> ModuleType:
         """The SDK, once imported (in a thread, once for every session of the run: 1.5 s of

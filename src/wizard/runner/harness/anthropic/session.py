@@ -61,8 +61,11 @@ class ClaudeSession:
         launch: EngineLaunch,
         load_sdk: Callable[[], Awaitable[ModuleType]],
         client_factory: ClientFactory | None = None,
+        reaping: list[asyncio.Future[int]] | None = None,
     ) -> None:
         self.launch = launch
+        # Where the CLI wizard started and killed is left to end (`StartedCLI.close`).
+        self._reaping = reaping
         self._load_sdk = load_sdk
         self._client_factory = client_factory
         self._process: asyncio.subprocess.Process | None = None  # the CLI, started by wizard
@@ -73,6 +76,7 @@ class ClaudeSession:
         self._stats = SessionStats()
         self._in_turn = False
         self._interrupting = False
+        self._killed = asyncio.Event()  # the CLI wizard started, killed to stop a turn
         self._error: str | None = None
         self._text_blocks: set[int] = set()
         self._tool_names: dict[str, str] = {}
@@ -108,7 +112,7 @@ class ClaudeSession:
         if self._process is not None:
             from wizard.runner.harness.anthropic.transport import StartedCLI  # imports the SDK
 
-            transport = StartedCLI(self._process, self.launch.log)
+            transport = StartedCLI(self._process, self.launch.log, self._reaping)
             self._client = sdk.ClaudeSDKClient(options, transport=transport)
         else:  # the scripted CLI of the unit tests, or an SDK that finds its CLI itself
             self._client = (self._client_factory or sdk.ClaudeSDKClient)(options)
@@ -137,7 +141,11 @@ class ClaudeSession:
         if self._process is not None and self._process.returncode is None:
             with contextlib.suppress(ProcessLookupError):  # started, and no client took it
                 self._process.kill()
-            await self._process.wait()
+            ending = asyncio.ensure_future(self._process.wait())
+            if self._reaping is None:
+                await ending
+            else:
+                self._reaping.append(ending)
         await self._exits.aclose()
         if self._workspace is not None:
             shutil.rmtree(self._workspace, ignore_errors=True)
@@ -155,8 +163,18 @@ class ClaudeSession:
         self._in_turn, self._interrupting, self._error = True, False, None
         with self._sdk_errors():
             await self._client.query(text)
-            async for message in self._client.receive_response():
-                self._on_message(message)
+            replies = asyncio.ensure_future(self._replies())
+            killed = asyncio.ensure_future(self._killed.wait())
+            try:
+                await asyncio.wait({replies, killed}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                killed.cancel()
+                if not replies.done():  # the CLI killed (`abort`): nothing more is read of it
+                    replies.cancel()
+                    with contextlib.suppress(BaseException):
+                        await replies
+            if not replies.cancelled():
+                replies.result()
         self._in_turn = False  # a turn cancelled or broken stays open, for close() to stop
         if self._interrupting:
             result = PromptResult("aborted", "Request was aborted.")
@@ -168,17 +186,24 @@ class ClaudeSession:
                     "errorMessage": result.error_message})  # fmt: skip
         return result
 
+    async def _replies(self) -> None:
+        async for message in self._client.receive_response():
+            self._on_message(message)
+
     async def abort(self) -> None:
         """Stop the turn in flight; `prompt` then returns, or fails (which the driver takes as
         the abort it asked for). Only a run that halts aborts, and its session is closed next:
         the CLI wizard started is killed (it runs no tool of its own and keeps no session; the
         turn's usage is the proxy's to count), where asking it to `interrupt()` and waiting for
-        its answer took 70–140 ms of the exit here. One the SDK started is interrupted."""
+        its answer took 70–140 ms of the exit here; nor is its end waited for (`prompt` returns
+        at once: the kernel takes tens of milliseconds to free a killed Node process, and only
+        then closes its pipes). One the SDK started is interrupted."""
         if self._in_turn and not self._interrupting:
             self._interrupting = True
             if self._process is not None:
                 with contextlib.suppress(ProcessLookupError):
                     self._process.kill()
+                self._killed.set()
                 return
             with self._sdk_errors():
                 await self._client.interrupt()

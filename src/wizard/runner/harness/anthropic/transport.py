@@ -28,9 +28,16 @@ _GRACE = 5.0  # seconds a killed CLI's end is waited for
 class StartedCLI(Transport):
     """The running CLI process's pipes, as the SDK's `Transport`."""
 
-    def __init__(self, process: asyncio.subprocess.Process, log: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        log: Callable[[str], None],
+        reaping: list[asyncio.Future[int]] | None = None,
+    ) -> None:
         self._process = process
         self._log = log
+        # Where `close` leaves the wait for the CLI it killed (else it waits itself).
+        self._reaping = reaping
         self._ready = False
         self._writing = asyncio.Lock()
         self._stderr: asyncio.Task[None] | None = None
@@ -75,7 +82,9 @@ class StartedCLI(Transport):
         return self._messages()
 
     async def close(self) -> None:
-        """End its input and kill it (it runs nothing of the run's), then wait for its end."""
+        """End its input and kill it (it runs nothing of the run's), then wait for its end,
+        or leave that wait to the `reaping` list: once killed it does nothing more, and a
+        Node process of its size takes tens of milliseconds to go."""
         self._ready = False
         if self._stderr is not None:
             self._stderr.cancel()
@@ -85,6 +94,9 @@ class StartedCLI(Transport):
         if self._process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self._process.kill()
+        if self._reaping is not None and self._process.returncode is None:
+            self._reaping.append(asyncio.ensure_future(self._process.wait()))
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._process.wait(), _GRACE)
 

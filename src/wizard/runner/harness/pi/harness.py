@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Callable
 
 from wizard.engines.bundle import ensure_bundle, verified_bundle
-from wizard.runner.harness.driver import DetectionPolicy, EngineHarness, SessionFactory
+from wizard.runner.harness.driver import DetectionPolicy, EngineHarness, SessionFactory, reap
 from wizard.runner.harness.pi.early import adopt_early_host
 from wizard.runner.harness.pi.session import HostProcess, PiSession, start_host
 from wizard.runner.harness.types import AgentSession, EngineLaunch
@@ -60,9 +60,4 @@ class PiHarness(EngineHarness):
         if self._host is not None:
             await self._host.discard()
             self._host = None
-        exits = list(self._exits)
-        self._exits.clear()
-        if exits:
-            _, stuck = await asyncio.wait(exits, timeout=5)
-            for end in stuck:  # killed, and in the kernel's hands: not waited for further
-                end.cancel()
+        await reap(self._exits)
