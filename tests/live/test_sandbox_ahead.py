@@ -28,6 +28,7 @@ import pytest
 from tests.live.conftest import run_live, session_pid
 from wizard.engines import bundle as engine
 from wizard.processes import descendants, is_running
+from wizard.runner.harness.driver import reap
 from wizard.runner.harness.pi.session import PiSession
 from wizard.testing.script import call, reply, text
 from wizard.tools.sandbox import build_policy
@@ -681,6 +682,30 @@ def _counting_wraps(wrapper: SandboxWrapper) -> list[str]:
 
     wrapper.wrapped = counted  # type: ignore[method-assign]
     return wrapped
+
+
+async def test_the_anthropic_shell_s_runtime_leaves_its_node_s_end_to_the_reaping_list(
+    project: Path,
+) -> None:
+    """Closed with a reaping list (a session's, which the harness waits for after the
+    closing snapshot), the runtime stops its relays and says it has left; what is left of its
+    Node goes to the list instead of being waited for, and is gone once the list is reaped,
+    its relays with it, no placeholder left."""
+    shell = _own_shell(project)
+    before = sorted(p.name for p in project.iterdir())
+    reaping: list[asyncio.Future[Any]] = []
+    async with shell.wrapping(project, reaping) as started:
+        wrapper = started.wrapper
+        assert wrapper is not None
+        said = await shell_tool(project, started).handler({"command": "echo ran"})
+        assert "ran" in said.text
+        runtime = wrapper.process
+        helpers = descendants(runtime.pid)
+    assert len(reaping) == 1  # it said it had left: its end is the list's to wait for
+    await reap(reaping)
+    assert reaping == [] and runtime.returncode is not None
+    assert [pid for pid in helpers if is_running(pid)] == []
+    assert sorted(p.name for p in project.iterdir()) == before
 
 
 def _own_shell(project: Path) -> SandboxedShell:

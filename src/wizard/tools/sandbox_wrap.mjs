@@ -24,7 +24,8 @@
 // the runtime's command line would have, without starting Node and the runtime per command.
 // The runtime looks for dangerous names below its working folder, so it moves to the
 // command's folder before each wrap, where its command line would have been started.
-// Closing stdin ends it.
+// Closing stdin ends it: it stops the runtime (its proxies and bridges), writes
+// `{"left": true}`, and exits.
 import path from "node:path";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -49,7 +50,10 @@ const say = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
 lines.on("close", () => {
   Promise.race([SandboxManager.reset(), new Promise((resolve) => setTimeout(resolve, 2000))]).then(
-    () => process.exit(0),
+    () => {
+      say({ left: true }); // what is left is Node's own teardown, which wizard need not wait for
+      process.exit(0);
+    },
   );
 });
 say({ ready: true });

@@ -94,14 +94,18 @@ class SandboxedShell:
             self.wrapper.prepare_first(folder, env, self.policy.cap_prefix)
 
     @contextlib.asynccontextmanager
-    async def wrapping(self, folder: Path) -> AsyncIterator[SandboxedShell]:
+    async def wrapping(
+        self, folder: Path, reaping: list[asyncio.Future[None]] | None = None
+    ) -> AsyncIterator[SandboxedShell]:
         """This shell with the runtime started once on its policy, in `folder`, for as long
-        as the block lasts; each command then costs no Node and no runtime start-up."""
+        as the block lasts; each command then costs no Node and no runtime start-up. The
+        wait for its Node's end once it has stopped the runtime goes to `reaping`, if given
+        (`SandboxWrapper.close`)."""
         wrapper = await SandboxWrapper.start(self, folder)
         try:
             yield replace(self, wrapper=wrapper)
         finally:
-            await wrapper.close()
+            await wrapper.close(reaping)
             remove_placeholders(folder, wrapper.absent)
 
 
@@ -347,6 +351,18 @@ class SandboxWrapper:
             raise OSError(f"the sandbox runtime refused: {answer.get('error', answer)}")
         return answer
 
+    async def _left(self) -> bool:
+        """Whether the runtime, its stdin closed, says it has stopped (within the grace a
+        process told to end gets), the answers still unread passed over."""
+        assert self.process.stdout is not None
+        async with self._asking:
+            with contextlib.suppress(TimeoutError, ValueError):
+                async with asyncio.timeout(STOP_GRACE_S):
+                    while line := await self.process.stdout.readline():
+                        if json.loads(line).get("left") is True:
+                            return True
+        return False
+
     async def _read_stderr(self) -> None:
         assert self.process.stderr is not None
         while chunk := await self.process.stderr.read(4096):
@@ -362,11 +378,13 @@ class SandboxWrapper:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    async def close(self) -> None:
+    async def close(self, reaping: list[asyncio.Future[None]] | None = None) -> None:
         """End the runtime (closing its stdin lets it stop its proxies first), and the
         sandbox made ahead before it: one still being made is stopped where it is, as the
         runtime ends next and the shell removes the placeholders after it (`SandboxedShell`);
-        nor is a command still running waited for."""
+        nor is a command still running waited for. Once it says it has stopped the runtime,
+        what is left is Node's own teardown (10 ms here): with `reaping`, that wait goes
+        there."""
         made, self._next = self._next, None
         if made is not None:
             made.cancel()
@@ -375,7 +393,10 @@ class SandboxWrapper:
         process = self.process
         if process.stdin is not None:
             process.stdin.close()
-        await _ended(process)
+        if reaping is not None and self._ready.done() and await self._left():
+            reaping.append(asyncio.ensure_future(_ended(process)))
+        else:
+            await _ended(process)
         for task in (self._ready, self._reading):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):

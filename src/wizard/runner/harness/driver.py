@@ -21,7 +21,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from wizard.errors import EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted
@@ -85,7 +85,7 @@ class EngineHarness:
         return await drive(inputs, self.name, self.detection, self._session_factory)
 
 
-async def reap(ends: list[asyncio.Future[int]]) -> None:
+async def reap(ends: list[asyncio.Future[Any]]) -> None:
     """Wait for the engine processes a run's sessions killed and left ending (their memory
     freed while the run closed: a large Node process takes tens of milliseconds to go), five
     seconds at most: killed, and in the kernel's hands, they are not waited for further."""

@@ -15,6 +15,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from wizard.engines.bundle import verified_bundle
 from wizard.engines.claude import check_bundled_cli, check_sdk_installed, load_sdk
@@ -40,7 +41,7 @@ class AnthropicHarness(EngineHarness):
 
         super().__init__(session)
         self._loading: asyncio.Future[ModuleType] | None = None
-        self._exits: list[asyncio.Future[int]] = []  # CLIs killed, not yet gone (`close`)
+        self._exits: list[asyncio.Future[Any]] = []  # CLIs killed, runtimes stopping (`close`)
 
     async def prepare(self, progress: Callable[[str], None]) -> None:
         """The CLI must be the one the SDK installed. The engine bundle, which holds the

@@ -61,10 +61,11 @@ class ClaudeSession:
         launch: EngineLaunch,
         load_sdk: Callable[[], Awaitable[ModuleType]],
         client_factory: ClientFactory | None = None,
-        reaping: list[asyncio.Future[int]] | None = None,
+        reaping: list[asyncio.Future[Any]] | None = None,
     ) -> None:
         self.launch = launch
-        # Where the CLI wizard started and killed is left to end (`StartedCLI.close`).
+        # Where the CLI wizard started and killed, and the shell's runtime once it has
+        # stopped, are left to end (`StartedCLI.close`, `SandboxWrapper.close`).
         self._reaping = reaping
         self._load_sdk = load_sdk
         self._client_factory = client_factory
@@ -343,7 +344,8 @@ class ClaudeSession:
             )
         shell = SandboxedShell.build(launch.sandbox, engine, workspace)
         try:
-            started = await self._exits.enter_async_context(shell.wrapping(launch.project_dir))
+            wrapping = shell.wrapping(launch.project_dir, self._reaping)
+            started = await self._exits.enter_async_context(wrapping)
         except OSError as exc:
             said = f"the sandbox runtime for wizard's bash did not start: {exc}"
             raise EngineError(said) from exc
