@@ -33,8 +33,8 @@ class Edits:
 def edits_between(store: GitStore, before: str, after: str) -> Edits:
     """The edits from snapshot `before` to snapshot `after`."""
     changes = store.changes(before, after)
-    counts = store.line_counts(before, after)
     app = [change for change in changes if not change.path.startswith(SKILL_FILES)]
+    counts = store.line_counts(before, after) if app else {}  # a run that changed no app file
     lines = [counts.get(change.path) for change in app]
     existing = {
         change.path: removed
