@@ -77,3 +77,36 @@ def test_a_command_in_the_first_reply_runs_in_the_sandbox(
     after = subprocess.run(status, cwd=project, env=git_env, capture_output=True).stdout
     assert after == status_before
     assert w.state() == before
+
+
+def test_a_secret_written_in_the_first_reply_stays_hidden_from_its_first_command(
+    engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
+) -> None:
+    """The first command's sandbox is made as the model's first `bash` call streams: in a
+    reply that first writes a secret into an env file with `set_env_values` (a name the
+    sandbox must hide, made before the command runs), then reads it with a command, the
+    sandbox made ahead goes with the first tool's call (on pi, whether or not the runtime
+    had started by then), and the command runs in one made from what is there after it."""
+    w = outside_world
+    project = w.project
+    secret = "CANARY-first-reply-env-4711"
+    scripts = {"show": "(cat config/.env.local .env.local; echo shown) > seen.txt 2>&1"}
+    (project / "config").mkdir(exist_ok=True)
+    (project / "package.json").write_text(json.dumps({"name": "app", "scripts": scripts}))
+    tool = "{}" if engine == "pi" else "mcp__wizard__{}"
+    scenario = {
+        "responses": [
+            reply(
+                *(
+                    call(tool.format("set_env_values"), filePath=name, values={"LEAK": secret})
+                    for name in ("config/.env.local", ".env.local")
+                ),
+                call(tool.format("bash"), command="npm run show"),
+            ),
+            said("[ABORT] the project is not one this program sets up"),
+        ]
+    }
+    aborted_run(engine, project, scenario, tmp_path, gateway_process)
+    seen = (project / "seen.txt").read_text()
+    assert seen.endswith("shown\n") and secret not in seen, seen  # it ran, and saw neither
+    assert (project / "config" / ".env.local").read_text() == f"LEAK={secret}\n"

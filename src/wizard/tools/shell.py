@@ -95,7 +95,7 @@ class SandboxedShell:
 
     @contextlib.asynccontextmanager
     async def wrapping(
-        self, folder: Path, reaping: list[asyncio.Future[None]] | None = None
+        self, folder: Path, reaping: list[asyncio.Future[Any]] | None = None
     ) -> AsyncIterator[SandboxedShell]:
         """This shell with the runtime started once on its policy, in `folder`, for as long
         as the block lasts; each command then costs no Node and no runtime start-up. The
@@ -359,7 +359,7 @@ class SandboxWrapper:
             with contextlib.suppress(TimeoutError, ValueError):
                 async with asyncio.timeout(STOP_GRACE_S):
                     while line := await self.process.stdout.readline():
-                        if json.loads(line).get("left") is True:
+                        if json.loads(line) == {"left": True}:
                             return True
         return False
 
@@ -378,7 +378,7 @@ class SandboxWrapper:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    async def close(self, reaping: list[asyncio.Future[None]] | None = None) -> None:
+    async def close(self, reaping: list[asyncio.Future[Any]] | None = None) -> None:
         """End the runtime (closing its stdin lets it stop its proxies first), and the
         sandbox made ahead before it: one still being made is stopped where it is, as the
         runtime ends next and the shell removes the placeholders after it (`SandboxedShell`);

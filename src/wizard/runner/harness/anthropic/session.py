@@ -65,7 +65,7 @@ class ClaudeSession:
     ) -> None:
         self.launch = launch
         # Where the CLI wizard started and killed, and the shell's runtime once it has
-        # stopped, are left to end (`StartedCLI.close`, `SandboxWrapper.close`).
+        # stopped, are left to end (`close`, `SandboxWrapper.close`).
         self._reaping = reaping
         self._load_sdk = load_sdk
         self._client_factory = client_factory
@@ -113,7 +113,8 @@ class ClaudeSession:
         if self._process is not None:
             from wizard.runner.harness.anthropic.transport import StartedCLI  # imports the SDK
 
-            transport = StartedCLI(self._process, self.launch.log, self._reaping)
+            transport = StartedCLI(self._process, self.launch.log,
+                                   waits=self._reaping is None)  # fmt: skip
             self._client = sdk.ClaudeSDKClient(options, transport=transport)
         else:  # the scripted CLI of the unit tests, or an SDK that finds its CLI itself
             self._client = (self._client_factory or sdk.ClaudeSDKClient)(options)
@@ -140,7 +141,7 @@ class ClaudeSession:
             with contextlib.suppress(Exception):
                 await client.disconnect()
         if self._process is not None and self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):  # started, and no client took it
+            with contextlib.suppress(ProcessLookupError):  # killed by its transport, or by none
                 self._process.kill()
             ending = asyncio.ensure_future(self._process.wait())
             if self._reaping is None:

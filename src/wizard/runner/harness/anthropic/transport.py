@@ -32,12 +32,13 @@ class StartedCLI(Transport):
         self,
         process: asyncio.subprocess.Process,
         log: Callable[[str], None],
-        reaping: list[asyncio.Future[int]] | None = None,
+        *,
+        waits: bool = True,
     ) -> None:
         self._process = process
         self._log = log
-        # Where `close` leaves the wait for the CLI it killed (else it waits itself).
-        self._reaping = reaping
+        # Whether `close` waits for the end of the CLI it killed (False: its owner does).
+        self._waits = waits
         self._ready = False
         self._writing = asyncio.Lock()
         self._stderr: asyncio.Task[None] | None = None
@@ -83,8 +84,8 @@ class StartedCLI(Transport):
 
     async def close(self) -> None:
         """End its input and kill it (it runs nothing of the run's), then wait for its end,
-        or leave that wait to the `reaping` list: once killed it does nothing more, and a
-        Node process of its size takes tens of milliseconds to go."""
+        unless its owner does (`waits`): once killed it does nothing more, and a Node process
+        of its size takes tens of milliseconds to go."""
         self._ready = False
         if self._stderr is not None:
             self._stderr.cancel()
@@ -94,8 +95,7 @@ class StartedCLI(Transport):
         if self._process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self._process.kill()
-        if self._reaping is not None and self._process.returncode is None:
-            self._reaping.append(asyncio.ensure_future(self._process.wait()))
+        if not self._waits:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._process.wait(), _GRACE)
