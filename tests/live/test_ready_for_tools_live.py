@@ -162,3 +162,24 @@ async def test_the_first_command_runs_in_a_sandbox_made_ahead_and_kept_for_the_s
     answered = str(requests[2].body["messages"][-1])  # the second command's result
     assert "kept-42" in answered and "No such file" not in answered
     assert sorted(path.name for path in tmp_path.iterdir()) == [".claude", "package.json"]
+
+
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+async def test_a_command_after_a_file_tool_runs_in_a_sandbox_made_while_the_model_thought(
+    engine: str, tmp_path: Path
+) -> None:
+    """A file tool's call throws away the sandbox that stood (it must find no placeholders,
+    and what it writes must be in the next sandbox); once it has ended, the next command's
+    is made while the model thinks, and kept for the command after it: what the first of
+    them leaves in the sandbox's in-memory /tmp is there for the second."""
+    scripts = {"mark": "echo kept-$((6*7)) > /tmp/seen", "seen": "cat /tmp/seen || echo not-kept"}
+    (tmp_path / "package.json").write_text(json.dumps({"name": "app", "scripts": scripts}))
+    tool = TOOL[engine]
+    first = reply(call(tool.format("write"), path="notes.txt", content="written first\n"),
+                  call(tool.format("bash"), command="npm run mark && cat notes.txt"))  # fmt: skip
+    second = reply(call(tool.format("bash"), command="npm run seen"))
+    outcome, requests = await _run(engine, tmp_path, first, fails=False, then=(second,))
+    assert outcome.status == "succeeded", (outcome.status, outcome.reason)  # it wrote
+    assert "written first" in str(requests[1].body)  # the command saw what the tool wrote
+    answered = str(requests[2].body["messages"][-1])
+    assert "kept-42" in answered and "No such file" not in answered

@@ -567,7 +567,7 @@ async def test_the_anthropic_shell_s_first_sandbox_made_ahead_serves_the_first_c
     """Made ahead of the first command (`make_ahead`, as the session does once the model's
     first `bash` call streams), the first command runs in it and the second in the
     same one; asked for again once another tool has thrown it away, none is made (that tool
-    must find no sandbox standing), and none stays."""
+    must find no sandbox standing) until that tool's call has ended, and none stays."""
     shell = _own_shell(project)
     before = sorted(p.name for p in project.iterdir())
     async with shell.wrapping(project) as started:
@@ -587,6 +587,11 @@ async def test_the_anthropic_shell_s_first_sandbox_made_ahead_serves_the_first_c
         started.make_ahead(project)
         assert wrapper._next is None
         assert sorted(p.name for p in project.iterdir()) == before
+        # Once that tool's call has ended, the next command's is made (`after_tool`).
+        started.make_ahead(project, after_tool=True)
+        assert wrapper._next is not None
+        third = await bash.handler({"command": "cat .env; echo third"})
+        assert "third" in third.text and SECRET not in third.text and wrapped_anew == []
     assert sorted(p.name for p in project.iterdir()) == before
 
 

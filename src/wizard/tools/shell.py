@@ -84,14 +84,18 @@ class SandboxedShell:
         runtime's command line until it is `wrapping` too."""
         return replace(self, policy=policy, wrapper=None)
 
-    def make_ahead(self, folder: Path, environ: Mapping[str, str] | None = None) -> None:
-        """Have the first command's sandbox made now, for a command in `folder` (with the
-        environment `run_command` gives it), as each command's end has the next one's made:
-        unless this shell is not `wrapping`, or a command or another tool came first
-        (`SandboxWrapper.prepare_first`)."""
+    def make_ahead(
+        self, folder: Path, environ: Mapping[str, str] | None = None, *, after_tool: bool = False
+    ) -> None:
+        """Have the next command's sandbox made now, for a command in `folder` (with the
+        environment `run_command` gives it), as each command's end has the one after it
+        made, unless this shell is not `wrapping`: the first command's, unless a command or
+        another tool came first (`SandboxWrapper.prepare_first`); or, `after_tool`, the one
+        after another tool's call has ended, unless one stands (`prepare_next`)."""
         if self.wrapper is not None:
             env = _command_env(self.policy, environ)
-            self.wrapper.prepare_first(folder, env, self.policy.cap_prefix)
+            make = self.wrapper.prepare_next if after_tool else self.wrapper.prepare_first
+            make(folder, env, self.policy.cap_prefix)
 
     @contextlib.asynccontextmanager
     async def wrapping(
@@ -235,6 +239,12 @@ class SandboxWrapper:
         """`prepare` the first command's sandbox, unless a command or another tool has come
         (each command's end prepares the next; another tool must find no sandbox standing)."""
         if not self._begun and self._next is None:
+            self.prepare(folder, env, cap_prefix)
+
+    def prepare_next(self, folder: Path, env: Mapping[str, str], cap_prefix: str) -> None:
+        """`prepare` the next command's sandbox once another tool's call has ended (which
+        threw away the one that stood), unless one stands or is being made."""
+        if self._next is None:
             self.prepare(folder, env, cap_prefix)
 
     async def _keep_or_make(

@@ -39,3 +39,33 @@ def test_the_fence_judges_a_file_tool_after_the_sandbox_made_ahead_is_gone(
     answer = asyncio.run(hooks.pre_tool_use(call, "toolu_1", None))
     assert thrown_away == ["write"]
     assert answer == {}  # the fence lets it through; the write tool refuses the name itself
+
+
+async def test_what_comes_after_a_host_tool_is_done_once_it_ran_and_only_then(
+    tmp_path: Path,
+) -> None:
+    """`after(name)` (wizard's shell making the next command's sandbox) once a host tool's
+    handler has run, a failing one too; not for a call that ran nothing (the run ending, an
+    unknown tool)."""
+    from collections.abc import Mapping
+    from typing import Any
+
+    from wizard.tools.base import HostTool, ToolResult, schema
+
+    async def note(args: Mapping[str, Any]) -> ToolResult:
+        return ToolResult("noted")
+
+    async def broken(args: Mapping[str, Any]) -> ToolResult:
+        raise RuntimeError("tool bug")
+
+    tools = [HostTool("note", "Note.", schema({}), note),
+             HostTool("broken", "Break.", schema({}), broken)]  # fmt: skip
+    after: list[str] = []
+    ending = False
+    gate = ToolGate(tools, Fence(tmp_path), halted=lambda: ending).serving(after=after.append)
+    assert (await gate.call("note", {})).text == "noted"
+    assert (await gate.call("broken", {})).is_error
+    assert (await gate.call("missing", {})).is_error
+    ending = True
+    assert (await gate.call("note", {})).is_error
+    assert after == ["note", "broken"]

@@ -28,6 +28,7 @@ from wizard.tools.fence import Fence
 
 # What a gate awaits before it judges a call, given the tool's name (`ToolGate.judge`).
 Before = Callable[[str], Awaitable[None]]
+After = Callable[[str], None]
 
 log = logger(__name__)
 
@@ -137,6 +138,7 @@ class ToolGate:
         calls: SessionCalls | None = None,
         ready: asyncio.Future[bool] | None = None,
         before: Before | None = None,
+        after: After | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.fence = fence
@@ -144,17 +146,22 @@ class ToolGate:
         self.halted = halted
         self.calls = calls or ToolActivity().session()
         self._before = before
+        self._after = after
         # What every call waits for before it is judged: what the run makes ready while its
         # engine starts (`RunInputs.tools_ready`); False: it could not be, and nothing runs.
         self._ready = ready
 
-    def serving(self, *tools: HostTool, before: Before | None = None) -> ToolGate:
-        """This gate with more host tools (an engine's stand-in for a tool of its own), and
+    def serving(
+        self, *tools: HostTool, before: Before | None = None, after: After | None = None
+    ) -> ToolGate:
+        """This gate with more host tools (an engine's stand-in for a tool of its own),
         `before(name)` awaited before it judges a call (`judge`: wizard's own shell throwing
         away the next command's sandbox before a file tool, as pi's host does; the fence
-        must not find that sandbox's placeholders either)."""
+        must not find that sandbox's placeholders either), and `after(name)` once a host
+        tool has run (`call`: that shell making the next command's sandbox then)."""
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
-                        self.halted, self.calls, self._ready, before or self._before)  # fmt: skip
+                        self.halted, self.calls, self._ready, before or self._before,
+                        after or self._after)  # fmt: skip
 
     async def ready(self) -> bool:
         """Whether the run is ready for tools, once it is known (`RunInputs.tools_ready`)."""
@@ -201,3 +208,6 @@ class ToolGate:
         except Exception as exc:  # a tool bug goes back to the model, not up the stack
             log.exception("host tool %s failed", name)
             return ToolResult(f"Error: {name} failed: {exc}", is_error=True)
+        finally:
+            if self._after is not None:
+                self._after(name)

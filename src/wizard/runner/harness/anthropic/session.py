@@ -45,7 +45,7 @@ from wizard.runner.harness.anthropic.cli import CliConfig, start_cli
 from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
 from wizard.tools.base import HostTool
 from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
-from wizard.tools.shell import SHELL_TOOL, SandboxedShell, SandboxWrapper, shell_tool
+from wizard.tools.shell import SHELL_TOOL, SandboxedShell, shell_tool
 
 ClientFactory = Callable[[Any], Any]
 Event = dict[str, Any]
@@ -84,7 +84,7 @@ class ClaudeSession:
         # What lives as long as the session: the sandbox runtime behind wizard's `bash`.
         self._exits = contextlib.AsyncExitStack()
         # The shell's runtime, started once for the session (None without the OS sandbox).
-        self._wrapper: SandboxWrapper | None = None
+        self._shell_started: SandboxedShell | None = None
         # Set as the model's first call of the shell begins to stream (`_sandbox_ahead`).
         self._bash_coming = asyncio.Event()
 
@@ -318,8 +318,10 @@ class ClaudeSession:
         )
 
     def _options(self, sdk: ModuleType, config: CliConfig, shell: list[HostTool]) -> Any:
-        before = self._wrapper.before_call if self._wrapper is not None else None
-        gate = self.launch.gate.serving(*shell, before=before)
+        wrapper = self._shell_started.wrapper if self._shell_started is not None else None
+        before = wrapper.before_call if wrapper is not None else None
+        after = self._after_call if wrapper is not None else None
+        gate = self.launch.gate.serving(*shell, before=before, after=after)
         hooks = GateHooks(sdk, gate)
         return sdk.ClaudeAgentOptions(
             **config.options_fields(),
@@ -350,10 +352,17 @@ class ClaudeSession:
         except OSError as exc:
             said = f"the sandbox runtime for wizard's bash did not start: {exc}"
             raise EngineError(said) from exc
-        self._wrapper = started.wrapper
+        self._shell_started = started
         ahead = asyncio.ensure_future(self._sandbox_ahead(started))
         self._exits.push_async_callback(_cancelled, ahead)  # before the runtime ends
         return [shell_tool(launch.project_dir, started)]
+
+    def _after_call(self, name: str) -> None:
+        """Once a call of any tool but the shell has ended (it threw away the sandbox that
+        stood: `SandboxWrapper.before_call`), the next command's is made while the model
+        thinks, as pi's host does; the shell's own calls make theirs as they end."""
+        if name != SHELL_TOOL and self._shell_started is not None:
+            self._shell_started.make_ahead(self.launch.project_dir, after_tool=True)
 
     async def _sandbox_ahead(self, shell: SandboxedShell) -> None:
         """Make the first command's sandbox as the model's first `bash` call begins to stream
