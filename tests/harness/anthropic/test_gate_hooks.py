@@ -46,7 +46,7 @@ async def test_what_comes_after_a_host_tool_is_done_once_it_ran_and_only_then(
 ) -> None:
     """`after(name)` (wizard's shell making the next command's sandbox) once a host tool's
     handler has run, a failing one too; not for a call that ran nothing (the run ending, an
-    unknown tool)."""
+    unknown tool), nor once the run is ending (its call ran as the run halted)."""
     from collections.abc import Mapping
     from typing import Any
 
@@ -58,14 +58,20 @@ async def test_what_comes_after_a_host_tool_is_done_once_it_ran_and_only_then(
     async def broken(args: Mapping[str, Any]) -> ToolResult:
         raise RuntimeError("tool bug")
 
+    async def halting(args: Mapping[str, Any]) -> ToolResult:
+        nonlocal ending
+        ending = True  # the run halts while the call runs
+        return ToolResult("done")
+
     tools = [HostTool("note", "Note.", schema({}), note),
-             HostTool("broken", "Break.", schema({}), broken)]  # fmt: skip
+             HostTool("broken", "Break.", schema({}), broken),
+             HostTool("halting", "Halt.", schema({}), halting)]  # fmt: skip
     after: list[str] = []
     ending = False
     gate = ToolGate(tools, Fence(tmp_path), halted=lambda: ending).serving(after=after.append)
     assert (await gate.call("note", {})).text == "noted"
     assert (await gate.call("broken", {})).is_error
     assert (await gate.call("missing", {})).is_error
-    ending = True
+    assert (await gate.call("halting", {})).text == "done"
     assert (await gate.call("note", {})).is_error
     assert after == ["note", "broken"]

@@ -204,10 +204,10 @@ class ToolGate:
         if tool is None:
             return ToolResult(f"Error: unknown host tool {name}", is_error=True)
         try:
-            return await tool.handler(arguments)
+            result = await tool.handler(arguments)
         except Exception as exc:  # a tool bug goes back to the model, not up the stack
             log.exception("host tool %s failed", name)
-            return ToolResult(f"Error: {name} failed: {exc}", is_error=True)
-        finally:
-            if self._after is not None:
-                self._after(name)
+            result = ToolResult(f"Error: {name} failed: {exc}", is_error=True)
+        if self._after is not None and not self.halted():  # not for a run that is ending
+            self._after(name)
+        return result
