@@ -140,6 +140,14 @@ async def test_the_anthropic_shell_s_first_command_finds_its_sandbox_made(
     assert sorted(path.name for path in tmp_path.iterdir()) == [".claude"]  # the skill's
 
 
+def _with_kept_scripts(project: Path) -> None:
+    """`npm run mark` leaves a line in the sandbox's own in-memory /tmp; `npm run seen` shows it,
+    if it runs in the same sandbox (the fence lets neither the redirect nor the expansion
+    through as a command's own text)."""
+    scripts = {"mark": "echo kept-$((6*7)) > /tmp/seen", "seen": "cat /tmp/seen || echo not-kept"}
+    (project / "package.json").write_text(json.dumps({"name": "app", "scripts": scripts}))
+
+
 @pytest.mark.parametrize("engine", ["pi", "anthropic"])
 async def test_the_first_command_runs_in_a_sandbox_made_ahead_and_kept_for_the_second(
     engine: str, tmp_path: Path
@@ -151,8 +159,7 @@ async def test_the_first_command_runs_in_a_sandbox_made_ahead_and_kept_for_the_s
     away). What the first wrote in the sandbox's own in-memory /tmp is there for the second
     only if both ran in one sandbox: a first command wrapped when it came runs in a sandbox
     of its own, gone with it."""
-    scripts = {"mark": "echo kept-$((6*7)) > /tmp/seen", "seen": "cat /tmp/seen || echo not-kept"}
-    (tmp_path / "package.json").write_text(json.dumps({"name": "app", "scripts": scripts}))
+    _with_kept_scripts(tmp_path)
     bash = TOOL[engine].format("bash")
     first = reply(call(bash, command="npm run mark && echo first-ran"))
     second = reply(call(bash, command="npm run seen"))
@@ -172,8 +179,7 @@ async def test_a_command_after_a_file_tool_runs_in_a_sandbox_made_while_the_mode
     and what it writes must be in the next sandbox); once it has ended, the next command's
     is made while the model thinks, and kept for the command after it: what the first of
     them leaves in the sandbox's in-memory /tmp is there for the second."""
-    scripts = {"mark": "echo kept-$((6*7)) > /tmp/seen", "seen": "cat /tmp/seen || echo not-kept"}
-    (tmp_path / "package.json").write_text(json.dumps({"name": "app", "scripts": scripts}))
+    _with_kept_scripts(tmp_path)
     tool = TOOL[engine]
     first = reply(call(tool.format("write"), path="notes.txt", content="written first\n"),
                   call(tool.format("bash"), command="npm run mark && cat notes.txt"))  # fmt: skip

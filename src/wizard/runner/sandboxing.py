@@ -18,10 +18,10 @@ from wizard.layout import state_root
 from wizard.runlog import log_dir
 from wizard.runner.previewing import Workspace
 from wizard.tools.sandbox import (
-    PRIVATE_CACHES,
     SandboxPolicy,
     build_policy,
     check_sandbox,
+    private_caches,
     process_cap,
     remove_cgroup,
     sandbox_enabled,
@@ -64,8 +64,9 @@ class RunSandbox:
             return cls(None)
         check_sandbox()
         temp_dir = Path(tempfile.mkdtemp(prefix=f"wizard-run-{run_id}-"))
-        for cache in PRIVATE_CACHES.values():
-            (temp_dir / "caches" / cache).mkdir(parents=True)
+        # Made now: one a command made on first use would throw its kept sandbox away.
+        for cache in private_caches(temp_dir).values():
+            cache.mkdir(parents=True)
         prefix, cgroup = process_cap(run_id)
         if not prefix:
             sink(LogLine("the process count of commands is not capped here (root, no cgroup)"))

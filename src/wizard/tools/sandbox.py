@@ -243,7 +243,7 @@ def build_policy(
         allow_hosts=tuple(dict.fromkeys([*REGISTRY_HOSTS, *hosts, *filter(None, extra_hosts)])),
         command_env={
             "TMPDIR": str(temp_dir),
-            **{name: str(temp_dir / "caches" / folder) for name, folder in PRIVATE_CACHES.items()},
+            **{name: str(folder) for name, folder in private_caches(temp_dir).items()},
         },
         cap_prefix=limits.prefix() + cap_prefix,
         limits=limits,
@@ -256,6 +256,11 @@ def build_policy(
             if holds_credentials(Path(config))
         ),
     )
+
+
+def private_caches(temp_dir: Path) -> dict[str, Path]:
+    """Each package manager's cache variable, and its folder in the run's temp folder."""
+    return {name: temp_dir / "caches" / folder for name, folder in PRIVATE_CACHES.items()}
 
 
 def sandbox_enabled(environ: Mapping[str, str], flag_off: bool) -> bool:
