@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,6 +191,36 @@ def test_a_listing_given_up_on_leaves_no_find_running(
         listings.list_folder(modules, stop)
     with pytest.raises(ProcessLookupError):
         os.kill(int((tmp_path / "pid").read_text()), 0)
+
+
+def test_a_thread_that_lists_gently_runs_its_find_at_the_lowest_priority_and_itself_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A walk ahead lists gently (`list_gently`): its `find` yields to the engine; the thread
+    keeps the run's priority, since one starved while it holds Python's lock holds up the
+    run's other threads."""
+    modules = _project(tmp_path) / "node_modules"
+    stand_in = tmp_path / "bin"
+    stand_in.mkdir()
+    sleep, nice, find = (shutil.which(name) for name in ("sleep", "nice", "find"))
+    said = tmp_path / "nice"
+    (stand_in / "find").write_text(f'#!/bin/sh\n{sleep} 0.2\n{nice} > {said}\nexec {find} "$@"\n')
+    (stand_in / "find").chmod(0o755)
+    monkeypatch.setattr(listings, "_SYSTEM_PATH", str(stand_in))
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    seen: dict[str, object] = {}
+
+    def lister() -> None:
+        listings.list_gently()
+        seen["listing"] = listings.list_folder(modules)
+        seen["own"] = os.getpriority(os.PRIO_PROCESS, 0)  # Linux: the thread's own
+
+    thread = threading.Thread(target=lister)
+    thread.start()
+    thread.join()
+    assert said.read_text().strip() == "19" and seen["own"] == ours
+    assert seen["listing"] == listings.list_folder(modules)  # this thread lists as it was
+    assert said.read_text().strip() == str(ours)
 
 
 def test_a_listing_of_another_project_is_not_taken_and_ends(tmp_path: Path) -> None:

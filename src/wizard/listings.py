@@ -34,6 +34,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,17 @@ _TYPES = {stat.S_IFREG: "f", stat.S_IFIFO: "p", stat.S_IFSOCK: "s", stat.S_IFCHR
           stat.S_IFBLK: "b"}  # fmt: skip
 
 
+# Threads whose listings run `find` at the lowest priority (`list_gently`).
+_gentle = threading.local()
+
+
+def list_gently() -> None:
+    """From now on, the listings this thread takes run their `find` at the lowest priority.
+    The thread itself keeps its own: one reniced while it holds Python's lock would hold up
+    every other thread of wizard's for as long as the machine's busier work starves it."""
+    _gentle.on = True
+
+
 def _found(folder: Path, stop: Callable[[], bool]) -> list[bytes] | None:
     """The records GNU `find` prints for `folder` (its links' targets added); None when it
     cannot give them whole: no such program, one without `-printf`, or it failed."""
@@ -116,6 +128,9 @@ def _found(folder: Path, stop: Callable[[], bool]) -> list[bytes] | None:
             )  # fmt: skip
         except OSError:
             return None
+        if getattr(_gentle, "on", False):
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, process.pid, 19)
         try:
             while True:
                 try:

@@ -9,15 +9,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
-def walk(root: Path, enter: Callable[[str], bool]) -> Iterator[tuple[str, str, os.stat_result]]:
+def walk(
+    root: Path, enter: Callable[[str], bool], top: Callable[[str], bool] = lambda name: True
+) -> Iterator[tuple[str, str, os.stat_result]]:
     """Every entry beneath `root` as (its path from `root`, its name, its own `lstat`); a
-    folder is walked into when `enter(name)` says so. What cannot be listed or looked at (it
-    went away, no permission) is passed over."""
+    folder is walked into when `enter(name)` says so; of `root`'s own entries, only those
+    `top(name)` takes. What cannot be listed or looked at (it went away, no permission) is
+    passed over."""
     stack = [""]
     while stack:
         relative = stack.pop()
         try:
-            found = list(os.scandir(root / relative))
+            found = [i for i in os.scandir(root / relative) if relative or top(i.name)]
         except OSError:
             continue
         for item in found:

@@ -116,7 +116,7 @@ def test_a_snapshot_that_fails_closes_the_record(
     journal = Journal(project, tmp_path / "state")
     record = journal.begin("r1", "prog")
 
-    def broken(self: GitStore, *_: object) -> None:
+    def broken(self: GitStore, *_: object, **__: object) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(GitStore, "snapshot", broken)

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 
 from tests.journal.trees import state
 from wizard.errors import ConfigError, UsageError
-from wizard.journal import Journal, Listed, UndoRefused
+from wizard.journal import Journal, UndoRefused
 from wizard.journal import store as store_module
 from wizard.journal.store import GitStore
+from wizard.listings import ListingStopped
 
 NAMES = st.sampled_from(["a", "b", "c.txt", "d.bin", "e", "run.sh"])
 FOLDERS = st.lists(st.sampled_from(["src", "lib", "deep"]), max_size=2)
@@ -177,29 +178,47 @@ def test_a_run_resumed_after_an_upgrade_reads_its_old_listings_alike(tmp_path: P
     assert again.dependency_changes == {"node_modules/left-pad/index.js": "changed"}
 
 
-def test_a_snapshot_asks_for_listings_being_taken_once_it_walked_the_rest(
+def test_a_snapshot_on_a_walk_taken_ahead_walks_again_only_the_names_it_left_out(
     tmp_path: Path,
 ) -> None:
-    """The closing snapshot walks the project's own files while the dependency folders'
-    listings may still be being taken, and asks for them after that walk: once."""
+    """The closing snapshot of a run that ran nothing since its walk ahead takes that walk,
+    and walks again only the root's names it left out (where wizard itself writes)."""
     project = tmp_path / "p"
     (project / "node_modules" / "left-pad").mkdir(parents=True)
     (project / "node_modules" / "left-pad" / "index.js").write_text("x")
     (project / "app.py").write_text("app\n")
+    (project / ".gitconfig").write_text("")  # a placeholder, standing while the walk is taken
     store = Journal(project, tmp_path / "state").store
     before = store.snapshot()
-    listed = store.heavy_listings()
-    asked: list[bool] = []
+    (project / "app.py").write_text("changed before the walk\n")
+    walked = store.walk(listed=store.heavy_listings(), leave=frozenset({".claude", ".gitconfig"}))
+    assert walked.left_out == {".claude", ".gitconfig"} and "app.py" in walked.lines
+    (project / ".gitconfig").unlink()
+    (project / ".claude" / "skills").mkdir(parents=True)
+    (project / ".claude" / "skills" / "SKILL.md").write_text("installed after the walk\n")
+    (project / "late.py").write_text("not walked again: the walk stands for it\n")
+    snapshot = store.snapshot(ahead=walked)
+    changes = {(c.status, c.path) for c in store.changes(before.tree, snapshot.tree)}
+    assert changes == {("M", "app.py"), ("D", ".gitconfig"), ("A", ".claude/skills/SKILL.md")}
+    assert snapshot.heavy == before.heavy
+    # The tree is the listing's, whichever walk found its files.
+    (project / "late.py").unlink()
+    assert store.snapshot().tree == snapshot.tree
 
-    def later() -> Listed:
-        asked.append(True)
-        (project / "late.py").write_text("written once the walk was done\n")
-        return listed
 
-    snapshot = store.snapshot(listed=later)
-    assert asked == [True]
-    assert snapshot.heavy == {"node_modules": listed["node_modules"][0]} == before.heavy
-    assert store.changes(before.tree, snapshot.tree) == []  # late.py: not walked
+def test_a_walk_leaves_out_only_the_root_s_own_names(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / "src" / ".claude").mkdir(parents=True)
+    (project / "src" / ".claude" / "deep.md").write_text("kept\n")
+    (project / ".claude").mkdir()
+    (project / ".claude" / "top.md").write_text("left out\n")
+    store = Journal(project, tmp_path / "state").store
+    walked = store.walk(leave=frozenset({".claude"}))
+    assert set(walked.lines) == {"src/.claude/deep.md"}
+    assert set(walked.without(frozenset({"src"})).lines) == set()
+    assert set(store.walk(only=frozenset({".claude"})).lines) == {".claude/top.md"}
+    with pytest.raises(ListingStopped):  # a walk ahead given up on: a call was let through
+        store.walk(stop=lambda: True)
 
 
 def test_a_git_repository_is_left_untouched(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""The closing snapshot's dependency listings, taken ahead while nothing of the agent's runs
-(`RunJournal` with the run's `ToolActivity`): used only when no tool call was let through
-since they were taken, and never in place of a change a call made."""
+"""The closing snapshot's walk of the project and its dependency listings, taken ahead while
+nothing of the agent's runs (`RunJournal` with the run's `ToolActivity`): used only when no
+tool call was let through since they were taken, and never in place of a change a call
+made."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from wizard import listings
 from wizard.journal import Journal, Listed
 from wizard.journal.store import GitStore
 from wizard.listings import ListingStopped
@@ -36,7 +39,8 @@ def project(tmp_path: Path) -> Path:
 def _opened(tmp_path: Path, project: Path) -> tuple[RunJournal, SessionCalls]:
     """A run journaled with a `ToolActivity`, and one session's part of it."""
     journal = Journal(project, tmp_path / "state")
-    run = RunJournal(lambda event: None, journal, journal.begin("r1", "prog"))
+    record = journal.begin("r1", "prog")  # as `RunJournal.open` does
+    run = RunJournal(lambda event: None, journal, record, _first=journal.store.last_walk)
     activity = ToolActivity()
     run.watch(activity)
     return run, activity.session()
@@ -67,27 +71,55 @@ def _no_listing(*_: object) -> str:
     raise AssertionError("a dependency folder was listed at the close")
 
 
-def test_a_run_that_let_no_call_through_closes_on_its_first_listings(
+def _hashed_at_the_close(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the close hashes from now on (it lists no dependency folder)."""
+    hashed: list[str] = []
+    own = GitStore._store
+
+    def store(self: GitStore, root: Path, entry: Any, blobs: Any) -> str:
+        hashed.append(entry.path)
+        return own(self, root, entry, blobs)
+
+    monkeypatch.setattr(GitStore, "_store", store)
+    monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
+    return hashed
+
+
+def test_a_run_that_let_no_call_through_closes_on_its_first_walk_and_its_skill(
     tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Nothing of the agent's ran: the first snapshot's walk is the closing one, but for the
+    skill wizard installed since, walked again."""
     run, activity = _opened(tmp_path, project)
-    monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
-    activity.run.ending()  # a marker before any call: nothing is listed again, then or later
+    skill = project / ".claude" / "skills" / "prog" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("the program's skill\n")
+    hashed = _hashed_at_the_close(monkeypatch)
+    activity.run.ending()  # a marker before any call: nothing is walked again, then or later
     assert run._ahead is None
     record = run.finish("aborted")
     assert record is not None and record.heavy_after == record.heavy_before
-    assert record.dependency_changes == {}
+    assert record.dependency_changes == {} and record.changed == [".claude/skills/prog/SKILL.md"]
+    assert hashed == [".claude/skills/prog/SKILL.md"]
 
 
-def test_listings_taken_once_the_last_call_ended_are_the_closing_ones(
+def test_a_walk_taken_once_the_last_call_ended_is_the_closing_one(
     tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The call's changes are in it; the next command's sandbox's placeholder, standing
+    while it was taken and gone by the close, is not; the close hashes nothing again."""
     run, activity = _opened(tmp_path, project)
-    _call(activity, "a", project)  # planted, then ended: listed again in the thread
+    (project / ".husky").write_text("")  # a placeholder of the sandbox made for the next call
+    activity.judged("a", True)
+    (project / "index.js").write_text("require('leftpad')('edited');\n")
+    _plant(project)
+    activity({"type": "tool_end", "id": "a"})  # walked again in the thread
     assert run._ahead is not None and run._ahead.taken(1) is not None
-    monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
+    (project / ".husky").unlink()  # the sandbox thrown away at the close
+    hashed = _hashed_at_the_close(monkeypatch)
     record = run.finish("aborted")
     assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
+    assert record.changed == ["index.js"] and hashed == []
 
 
 def test_a_run_ending_takes_its_closing_listings_at_once_at_its_own_priority(
@@ -115,6 +147,30 @@ def test_a_run_ending_takes_its_closing_listings_at_once_at_its_own_priority(
     monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
     record = run.finish("aborted")
     assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
+
+
+def test_a_walk_ahead_keeps_the_run_s_priority_and_lists_gently(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its thread is never reniced (starved while it holds Python's lock, it would hold up
+    the run's own threads); its `find` is (`listings.list_gently`)."""
+    monkeypatch.setattr(journaling, "_PAUSE", 0.0)
+    walkers: list[tuple[str, int, bool]] = []
+    own = GitStore.walk
+
+    def walk(store: GitStore, *args: Any, **kwargs: Any) -> Any:
+        gently = getattr(listings._gentle, "on", False)
+        walkers.append((threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, 0),
+                        gently))  # fmt: skip
+        return own(store, *args, **kwargs)
+
+    run, activity = _opened(tmp_path, project)
+    monkeypatch.setattr(GitStore, "walk", walk)
+    _call(activity, "a", project)
+    while not walkers:
+        time.sleep(0.01)
+    assert run._ahead is not None and run._ahead.taken(1) is not None
+    assert walkers[0] == ("journal-ahead", os.getpriority(os.PRIO_PROCESS, 0), True)
 
 
 def test_a_call_let_through_after_the_listings_were_taken_is_never_missed(

@@ -1,12 +1,12 @@
-"""The closing snapshot lists the dependency folders ahead, while the model thinks after the
-last tool call (`runner.journaling`), on both engines, in a world outside the system temp
-folder, through `wizard run` and `wizard undo` as a user runs them:
+"""The closing snapshot walks the project, its dependency folders listed, ahead, while the
+model thinks after the last tool call (`runner.journaling`), on both engines, in a world
+outside the system temp folder, through `wizard run` and `wizard undo` as a user runs them:
 
-- a payload a hostile agent's last command appends to a dependency, its mtime put back, and
-  then an `[ABORT]` at once, is still in the run's record;
-- a process that command leaves behind to append the payload once the listing was taken
-  (while the model thinks) is gone with its command: the dependency stays as it was, and the
-  record, taken ahead, is true."""
+- a payload a hostile agent's last command appends to a dependency and to an app file, their
+  mtimes put back, and then an `[ABORT]` at once, is still in the run's record;
+- a process that command leaves behind to append the payload once the walk was taken (while
+  the model thinks) is gone with its command: both files stay as they were, and the record,
+  taken ahead, is true."""
 
 from __future__ import annotations
 
@@ -30,17 +30,20 @@ pytestmark = pytest.mark.live
 __all__ = ["gateway_process"]
 
 LEFTPAD = "node_modules/leftpad/index.js"
+APP = "index.js"
 APPEND = """import os
-info = os.stat({target!r})
-with open({target!r}, "a") as handle:
-    handle.write("require('fs').writeFileSync(" + repr({marker!r}) + ", 'node');\\n")
-os.utime({target!r}, ns=(info.st_atime_ns, info.st_mtime_ns))
+for target in ({target!r}, {app!r}):
+    info = os.stat(target)
+    with open(target, "a") as handle:
+        handle.write("require('fs').writeFileSync(" + repr({marker!r}) + ", 'node');\\n")
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
 print("appended")
 """
-LISTED_AHEAD = "the closing snapshot takes the dependency folders' listings"
+WALKED_AHEAD = "the closing snapshot takes the project's walk"
 # Left behind by a command, every way a shell can: it appends once the listing was taken.
 LATER = """import os, subprocess, sys
-later = "sleep 1.5; echo \\"require('fs').writeFileSync('{marker}', 'node')\\" >> {target}"
+payload = "echo \\"require('fs').writeFileSync('{marker}', 'node')\\""
+later = f"sleep 1.5; {{payload}} >> {target}; {{payload}} >> {app}"
 subprocess.Popen(["setsid", "nohup", "sh", "-c", later], start_new_session=True,
                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 if os.fork() == 0:
@@ -56,7 +59,7 @@ def _app(root: Path) -> Path:
     project = root / "app"
     (project / "node_modules" / "leftpad").mkdir(parents=True)
     (project / LEFTPAD).write_text("module.exports = (s) => s;\n")
-    (project / "index.js").write_text("console.log(require('leftpad')('ok'));\n")
+    (project / APP).write_text("console.log(require('leftpad')('ok'));\n")
     (project / "package.json").write_text(json.dumps({"name": "app"}))
     return project
 
@@ -82,16 +85,19 @@ def test_a_payload_from_the_last_command_before_an_abort_is_in_the_record(
 ) -> None:
     project = _app(outside_world.outside.parent)
     marker = outside_world.outside / "ran"
-    script = APPEND.format(target=LEFTPAD, marker=str(marker))
+    script = APPEND.format(target=LEFTPAD, app=APP, marker=str(marker))
     abort = said("[ABORT] the project is not one this program sets up")
     run, out, env = _run_script(engine, project, script, abort, tmp_path, gateway_process)
     assert "writeFileSync" in (project / LEFTPAD).read_text()
+    assert "writeFileSync" in (project / APP).read_text()
     outcome = json.loads(out.read_text())
     assert outcome["dependency_changes"] == {LEFTPAD: "changed"}
-    assert LISTED_AHEAD in run.stdout  # made while the model answered, not at the close
+    assert APP in outcome["changed_files"]
+    assert WALKED_AHEAD in run.stdout  # made while the model answered, not at the close
     undo = run_wizard("undo", outcome["run_id"], "--project", str(project), env=env)
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert not (project / LEFTPAD).exists()
+    assert "writeFileSync" not in (project / APP).read_text()
     # What the user does next runs nothing the agent planted.
     if shutil.which("node"):
         subprocess.run(["node", "index.js"], cwd=project, capture_output=True, check=False)
@@ -102,18 +108,19 @@ def test_a_process_left_by_the_last_command_cannot_change_a_dependency_unseen(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
     project = _app(outside_world.outside.parent)
-    before = (project / LEFTPAD).read_text()
+    before, app = (project / LEFTPAD).read_text(), (project / APP).read_text()
     marker = outside_world.outside / "ran"
-    script = LATER.format(marker=marker, target=LEFTPAD)
-    # The model thinks past the listing (300 ms after the call) and the payload's time
-    # (1.5 s), then stops.
+    script = LATER.format(marker=marker, target=LEFTPAD, app=APP)
+    # The model thinks past the walk (300 ms after the call) and the payload's time (1.5 s),
+    # then stops.
     abort = said("[ABORT] the project is not one this program sets up", latency_ms=3000)
     run, out, _ = _run_script(engine, project, script, abort, tmp_path, gateway_process)
     assert (project / "left-behind.txt").exists()  # the command ran
-    assert LISTED_AHEAD in run.stdout
+    assert WALKED_AHEAD in run.stdout
     time.sleep(2)  # a process that outlived its command would have written by now
-    assert (project / LEFTPAD).read_text() == before
-    assert json.loads(out.read_text())["dependency_changes"] == {}
+    assert (project / LEFTPAD).read_text() == before and (project / APP).read_text() == app
+    outcome = json.loads(out.read_text())
+    assert outcome["dependency_changes"] == {} and APP not in outcome["changed_files"]
     if shutil.which("node"):
         subprocess.run(["node", "index.js"], cwd=project, capture_output=True, check=False)
     assert not marker.exists()

@@ -7,7 +7,7 @@ before and after a run (`Journal.begin` / `Journal.finish`).
 
 from wizard.journal.pruning import forget_journal, prune_demo_journals, prune_previews
 from wizard.journal.runs import ApplyRefused, Journal, RunRecord, Undone, UndoRefused
-from wizard.journal.store import GIT_ENV_ALLOW, Listed, git_available, own_git_env
+from wizard.journal.store import GIT_ENV_ALLOW, Listed, Walked, git_available, own_git_env
 
 __all__ = [
     "GIT_ENV_ALLOW",
@@ -17,6 +17,7 @@ __all__ = [
     "RunRecord",
     "UndoRefused",
     "Undone",
+    "Walked",
     "forget_journal",
     "git_available",
     "own_git_env",

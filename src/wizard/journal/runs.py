@@ -29,7 +29,7 @@ from wizard.journal.edits import Edits, edits_between
 from wizard.journal.leftovers import remove_unjournaled
 from wizard.journal.project_copy import copy_project, remove_copy
 from wizard.journal.refusals import ApplyRefused, UndoRefused
-from wizard.journal.store import PLAIN_BITS, Change, GitStore, Given, Snapshot
+from wizard.journal.store import PLAIN_BITS, Change, GitStore, Snapshot, Walked
 from wizard.layout import state_root
 from wizard.listings import FolderListing
 
@@ -171,19 +171,19 @@ class Journal:
         record: RunRecord,
         status: str,
         error_type: str | None = None,
-        listed: Given | None = None,
+        ahead: Callable[[], Walked | None] | None = None,
     ) -> RunRecord:
         """Snapshot the project after a run, whatever its outcome; prune old records. Called
         again on a finished record (checks ran in the project since), it takes the
-        after-state anew. `listed`: its heavy folders' listings, taken since nothing of the
-        run's could change them any more (`GitStore.heavy_listings`).
+        after-state anew. `ahead`: the project's walk, if one was taken since nothing of the
+        run's could change it any more (`GitStore.walk`; asked for once the snapshot begins).
 
         A snapshot that fails, whatever the reason, still closes the record, with the reason:
         the run is not undoable, and `wizard runs` says it ended (an error other than an
         `OSError` or wizard's own is raised as a `JournalError`)."""
         ended = {"ended_at": record.ended_at or _now(), "status": status, "error_type": error_type}
         try:
-            finished = self._closed(record, ended, listed)
+            finished = self._closed(record, ended, ahead)
         except Exception as exc:  # any failure: the record still says the run ended
             self._save(record.model_copy(update={**ended, "journal_error": str(exc)}))
             if isinstance(exc, OSError | ConfigError):
@@ -193,10 +193,15 @@ class Journal:
         self.prune()
         return finished
 
-    def _closed(self, record: RunRecord, ended: dict[str, Any], listed: Given | None) -> RunRecord:
+    def _closed(
+        self, record: RunRecord, ended: dict[str, Any], ahead: Callable[[], Walked | None] | None
+    ) -> RunRecord:
         """The record with the project's after-state (a preview: its copy's)."""
-        copy = Path(record.preview_dir) if record.preview_dir else None
-        snapshot = self.store.snapshot(copy, record.mounts, listed if copy is None else None)
+        if record.preview_dir:
+            copy = Path(record.preview_dir)
+            snapshot = self.store.snapshot(copy, record.mounts)
+        else:
+            snapshot = self.store.snapshot(ahead=None if ahead is None else ahead())
         self.store.keep(f"{record.run_id}/after", snapshot.tree)
         changes = self.store.changes(record.before, snapshot.tree)
         deps = dependency_changes(self.state, record.heavy_before, snapshot.heavy)

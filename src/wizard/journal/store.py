@@ -43,11 +43,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from wizard.atomic import DurableBatch, make_durable, symlink_atomically, write_atomically
 from wizard.errors import ConfigError
 from wizard.journal.dependencies import keep_listing
-from wizard.listings import HEAVY_FOLDERS, NOT_WALKED, FolderListing, folder_listing, heavy_folders
+from wizard.listings import (
+    HEAVY_FOLDERS,
+    NOT_WALKED,
+    FolderListing,
+    ListingStopped,
+    folder_listing,
+    heavy_folders,
+)
 from wizard.walk import walk
 
 _GIT_MODES = {"100644": 0o644, "100755": 0o755}
@@ -112,9 +120,48 @@ _PACKS = 16
 _LAST_TREE = "last-tree"
 # A heavy folder's listing, by its path: its digest, and the repositories found in it.
 Listed = Mapping[str, tuple[str, Mapping[str, str]]]
-# Listings given to a snapshot, or a way to get them once its walk of the rest is done (they
-# may still be being taken meanwhile; None: none).
-Given = Listed | Callable[[], Listed | None]
+
+_V = TypeVar("_V")
+
+
+@dataclass
+class Walked:
+    """A walk of the project's files (`GitStore.walk`), their new contents stored, no tree
+    written yet: each file's index line (`mode blob`) and stat-cache entry by path, and what a
+    snapshot keeps beside its tree. `left_out`: the root's names it did not walk."""
+
+    lines: dict[str, str] = field(default_factory=dict)
+    stats: dict[str, str] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)
+    large: dict[str, str] = field(default_factory=dict)
+    heavy: dict[str, str] = field(default_factory=dict)
+    repos: dict[str, str] = field(default_factory=dict)
+    left_out: frozenset[str] = frozenset()
+
+    def without(self, names: frozenset[str]) -> Walked:
+        """This walk as if it had left the root's `names` out."""
+
+        def kept(part: dict[str, _V]) -> dict[str, _V]:
+            return {path: v for path, v in part.items() if path.split("/", 1)[0] not in names}
+
+        return Walked(kept(self.lines), kept(self.stats), kept(self.modes), kept(self.large),
+                      kept(self.heavy), kept(self.repos), self.left_out | names)  # fmt: skip
+
+    def joined(self, rest: Walked) -> Walked:
+        """This walk with `rest`, a walk of what it left out."""
+        return Walked(self.lines | rest.lines, self.stats | rest.stats, self.modes | rest.modes,
+                      self.large | rest.large, self.heavy | rest.heavy,
+                      self.repos | rest.repos)  # fmt: skip
+
+    def listing(self) -> bytes:
+        """Its index listing, as `git update-index -z --index-info` reads it, by path."""
+        lines = (f"{self.lines[path]}\t{path}\0" for path in sorted(self.lines))
+        return "".join(lines).encode(errors="surrogateescape")
+
+
+def _cache_name(copy: Path | None) -> str:
+    """The stat cache of the project's snapshots, or of a preview's copy's."""
+    return "preview-stat-cache.json" if copy is not None else "stat-cache.json"
 
 
 def _repository(path: Path, info: os.stat_result) -> str:
@@ -256,6 +303,9 @@ class GitStore:
         # The stat caches as this store last read or wrote them: a run's closing snapshot
         # finds its first snapshot's without reading it again.
         self._caches: dict[str, dict[str, str]] = {}
+        # The last snapshot's walk (a run's first snapshot's stands for its closing one when
+        # nothing of the run's ran).
+        self.last_walk: Walked | None = None
 
     def _git(self, *args: str, store: bool = True, stdin: bytes | None = None) -> bytes:
         command, env = self._command(args, store)
@@ -286,29 +336,56 @@ class GitStore:
             self._git("init", "--quiet", "--bare", str(self.git_dir), store=False)
 
     def snapshot(
-        self, copy: Path | None = None, mounts: Iterable[str] = (), listed: Given | None = None
+        self,
+        copy: Path | None = None,
+        mounts: Iterable[str] = (),
+        listed: Listed | None = None,
+        ahead: Walked | None = None,
     ) -> Snapshot:
         """Record the project's files now (or a preview's `copy` of them, whose `mounts`, the
         links it holds in place of heavy folders, count as those folders). A heavy folder in
-        `listed` (`heavy_listings`, taken since, when nothing could change it; asked for once
-        the rest is walked) is not listed again."""
+        `listed` (`heavy_listings`, taken since, when nothing could change it) is not listed
+        again. `ahead`: the project's walk, taken since when nothing could change it, but
+        for the root's names it left out, walked now."""
+        if ahead is None:
+            walked = self.walk(copy, mounts, listed)
+        else:
+            walked = ahead.joined(self.walk(only=ahead.left_out))
+        tree = self._tree(walked.listing())
+        cache_name = _cache_name(copy)
+        if walked.stats != self._load_cache(cache_name):  # the same stats: nothing to write
+            self._save_cache(cache_name, walked.stats)
+        self.last_walk = walked
+        return Snapshot(tree, walked.modes, walked.heavy, walked.large, walked.repos)
+
+    def walk(
+        self,
+        copy: Path | None = None,
+        mounts: Iterable[str] = (),
+        listed: Listed | None = None,
+        *,
+        leave: frozenset[str] = frozenset(),
+        only: frozenset[str] | None = None,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> Walked:
+        """The project's files now (`snapshot`), each new content stored, no tree written:
+        but for the root's names in `leave`, or only those in `only`. `ListingStopped` once
+        `stop` says so."""
         self._ensure()
         limit = int(os.environ.get("WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE))
         root = copy or self.project
-        cache_name = "preview-stat-cache.json" if copy is not None else "stat-cache.json"
-        cache = self._load_cache(cache_name)
-        fresh: dict[str, str] = {}
-        lines: list[str] = []
-        modes: dict[str, int] = {}
-        large: dict[str, str] = {}
-        heavy: dict[str, str] = {}
-        repos: dict[str, str] = {}
+        cache = self._load_cache(_cache_name(copy))
+        walked = Walked(left_out=leave)
+        top = (lambda name: name not in leave) if only is None else only.__contains__
+        entries = self._entries(root, walked, frozenset(mounts), listed or {}, top)
         # New blobs go into one pack, durable before the tree that names them is written.
         with _BlobPack(self) as blobs:
-            for entry in self._entries(root, heavy, repos, frozenset(mounts), listed or {}):
+            for count, entry in enumerate(entries):
+                if count % 512 == 0 and stop():
+                    raise ListingStopped(str(root))
                 info = entry.info
                 if entry.mode != "120000" and info.st_size > limit:
-                    large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
+                    walked.large[entry.path] = f"{info.st_size}:{info.st_mtime_ns}"
                     continue
                 key = f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}:"
                 cached = cache.get(entry.path)
@@ -317,31 +394,28 @@ class GitStore:
                     if cached is not None and cached.startswith(key)
                     else self._store(root, entry, blobs)
                 )
-                fresh[entry.path] = key + blob
-                lines.append(f"{entry.mode} {blob}\t{entry.path}")
+                walked.stats[entry.path] = key + blob
+                walked.lines[entry.path] = f"{entry.mode} {blob}"
                 bits = stat.S_IMODE(info.st_mode)
                 if entry.mode != "120000" and bits != (0o755 if bits & 0o100 else 0o644):
-                    modes[entry.path] = bits
-        listing = "\0".join(lines).encode(errors="surrogateescape") + b"\0"
-        tree = self._tree(listing if lines else b"")
-        if fresh != cache:  # the same stats as last time: nothing to write (a close's usual case)
-            self._save_cache(cache_name, fresh)
-        return Snapshot(tree, modes, heavy, large, repos)
+                    walked.modes[entry.path] = bits
+        return walked
 
     def _entries(
         self,
         root: Path,
-        heavy: dict[str, str],
-        repos: dict[str, str],
+        walked: Walked,
         mounts: frozenset[str],
-        listed: Given,
+        listed: Listed,
+        top: Callable[[str], bool],
     ) -> Iterator[_Entry]:
-        """Every file and link beneath `root`, through no followed link, nothing that is not
-        a file or a link. A `.git` goes into `repos`, not the tree. Heavy folders (and
-        `mounts`, the folders they stand for) go into `heavy`, by their listing's digest:
-        once the rest is walked (a listing being taken meanwhile is waited for then)."""
+        """Every file and link beneath `root` (of its own names, those `top` takes), through
+        no followed link, nothing that is not a file or a link. A `.git` goes into the
+        walk's `repos`, not the tree. Heavy folders (and `mounts`, the folders they stand
+        for) go into its `heavy`, by their listing's digest, once the rest is walked."""
+        heavy, repos = walked.heavy, walked.repos
         met: list[str] = []
-        for path, name, info in walk(root, lambda name: name not in NOT_WALKED):
+        for path, name, info in walk(root, lambda name: name not in NOT_WALKED, top):
             if name == ".git" and path in mounts:  # a preview's link to the project's own
                 with contextlib.suppress(OSError):
                     target = Path(os.path.realpath(root / path))
@@ -359,10 +433,9 @@ class GitStore:
                 yield _Entry(path, "120000", info)
             elif stat.S_ISREG(info.st_mode):
                 yield _Entry(path, "100755" if info.st_mode & 0o100 else "100644", info)
-        given = (listed() if callable(listed) else listed) or {}
         for path in met:
-            if path in given:
-                heavy[path], found = given[path]
+            if path in listed:
+                heavy[path], found = listed[path]
                 repos.update(found)
             else:
                 heavy[path] = self._fingerprint(root / path, repos, path)

@@ -3,37 +3,45 @@
 The journal must never change how a run ends: when git is missing or the journal cannot be
 written, the run goes on with a warning that `wizard undo` cannot take it back.
 
-The closing snapshot lists every file of the dependency folders (`node_modules`...), most of
-its time on a large project. With the OS sandbox on, that listing is taken ahead: whenever the
-last tool call the run let through has ended (`ToolActivity`), nothing of the agent's runs
-until the gate lets the next one through, so a listing taken then, in a thread while the model
-thinks, is the closing one if no call was let through since (a run that ran none has its
-first snapshot's). Any call since, and the listing is taken at the close, as before.
+The closing snapshot walks the whole project and lists every file of the dependency folders
+(`node_modules`...): on a large project, a tenth of a second and more. With the OS sandbox on,
+that walk is taken ahead: whenever the last tool call the run let through has ended
+(`ToolActivity`), nothing of the agent's runs until the gate lets the next one through, so a
+walk taken then, in a thread while the model thinks, is the closing one if no call was let
+through since (a run that ran none has its first snapshot's). Only the root's names wizard
+itself writes under meanwhile are left to the close (`WALKED_AT_CLOSE`). Any call since, and
+the whole walk is taken at the close, as before.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from wizard.errors import ConfigError, WizardError
 from wizard.events import EventSink, LogLine
-from wizard.journal import Journal, Listed, RunRecord, git_available
-from wizard.listings import FolderListing, take_ahead
+from wizard.journal import Journal, RunRecord, Walked, git_available
+from wizard.layout import SKILLS_ROOT
+from wizard.listings import FolderListing, list_gently, take_ahead
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.sequence.context import Binding
 from wizard.tools.paths import is_env_name
+from wizard.tools.shell import PLACEHOLDERS
 
-# How long after the last tool call ended the dependency folders are listed ahead.
+# How long after the last tool call ended the project is walked ahead.
 _PAUSE = 0.3
+# The root's names wizard itself writes under while nothing of the agent's runs, walked again
+# at the close: the sandbox's placeholders (the next command's sandbox is made while the model
+# thinks; they are gone by the close) and the skill (installed after the first snapshot).
+WALKED_AT_CLOSE = frozenset(
+    PurePosixPath(name).parts[0] for name in (*PLACEHOLDERS, ".claude", str(SKILLS_ROOT))
+)
 _OFF = "this run is not journaled, so `wizard undo` cannot take it back"
 NOT_JOURNALED = "Not journaled: undo is off for this run"
 
@@ -47,10 +55,12 @@ class RunJournal:
     record: RunRecord | None = None
     # Why the run is not journaled, for the outcome's warnings; None when it is.
     warning: str | None = None
-    # The run's tool calls, when the OS sandbox holds its commands (`watch`): its dependency
-    # folders' listings are then taken ahead (`ahead`); None: at the close.
+    # The run's tool calls, when the OS sandbox holds its commands (`watch`): the closing
+    # snapshot's walk is then taken ahead (`ahead`); None: at the close.
     activity: ToolActivity | None = None
     _ahead: _Ahead | None = field(default=None, repr=False)
+    # The first snapshot's walk: the closing one's when no call was let through.
+    _first: Walked | None = field(default=None, repr=False)
 
     @classmethod
     def open(
@@ -67,7 +77,7 @@ class RunJournal:
         except (WizardError, OSError) as exc:
             sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             return cls(sink, warning=f"{NOT_JOURNALED} ({exc}).")
-        return cls(sink, journal, record)
+        return cls(sink, journal, record, _first=journal.store.last_walk)
 
     @classmethod
     def open_preview(
@@ -92,59 +102,54 @@ class RunJournal:
             self.record = None
 
     def watch(self, activity: ToolActivity | None) -> None:
-        """Take the dependency folders' listings ahead, as `activity` says when (None: at the
-        close)."""
+        """Walk the project for the closing snapshot ahead, as `activity` says when (None: at
+        the close)."""
         self.activity = activity
         if activity is not None:
             activity.on_quiet, activity.on_busy = self.ahead, self.busy
 
     def ahead(self, mark: int) -> None:
-        """List the dependency folders again, in a thread, for the closing snapshot: the last
-        tool call let through has ended (`mark`, `ToolActivity.on_quiet`); not if none was
-        let through (mark 0): the first snapshot's listings are the closing ones."""
+        """Walk the project again, in a thread, for the closing snapshot: the last tool call
+        let through has ended (`mark`, `ToolActivity.on_quiet`); not if none was let through
+        (mark 0): the first snapshot's walk is the closing one."""
         if self.journal is None or self.record is None or mark == 0:
             return
         if self._ahead is None:
-            self._ahead = _Ahead(self.journal.store.heavy_listings)
+            self._ahead = _Ahead(functools.partial(_walk_ahead, self.journal))
         self._ahead.want(mark, at_once=self.activity is not None and self.activity.closing)
 
     def busy(self) -> None:
-        """A tool call was let through: listings being taken are of no use any more."""
+        """A tool call was let through: a walk being taken is of no use any more."""
         if self._ahead is not None:
             self._ahead.stop()
 
-    def _listed(self, record: RunRecord) -> Listed | None:
-        """The dependency folders' listings taken since the last tool call let through, if
-        nothing was let through since (waited for if they are being taken); None otherwise."""
+    def _walked(self) -> Walked | None:
+        """The project's walk taken since the last tool call let through ended, if nothing
+        was let through since (waited for if it is being taken), without the names walked
+        at the close; None otherwise."""
         mark = self.activity.mark() if self.activity is not None else None
         if mark is None:
             return None
-        if mark == 0:  # nothing ran: the first snapshot's listings
-            repos = record.repos_before
-            listed: Listed | None = {
-                path: (digest, {repo: repos[repo] for repo in repos if repo.startswith(f"{path}/")})
-                for path, digest in record.heavy_before.items()
-                if isinstance(digest, str)
-            }
+        if mark == 0:  # nothing ran: the first snapshot's walk
+            walked = None if self._first is None else self._first.without(WALKED_AT_CLOSE)
         else:
-            listed = self._ahead.taken(mark) if self._ahead is not None else None
-        if listed is not None:
-            self.sink(LogLine("the closing snapshot takes the dependency folders' listings "
-                              "made since the last tool call ended", "debug"))  # fmt: skip
-        return listed
+            walked = self._ahead.taken(mark) if self._ahead is not None else None
+        if walked is not None:
+            self.sink(LogLine("the closing snapshot takes the project's walk made since the "
+                              "last tool call ended", "debug"))  # fmt: skip
+        return walked
 
     def finish(
         self, status: str, error_type: str | None = None, record: RunRecord | None = None
     ) -> RunRecord | None:
-        """Snapshot the project after the run (again, given its finished `record`, without
-        listings taken ahead: checks ran since); the finished record."""
-        ahead = self.record if record is None else None
+        """Snapshot the project after the run (again, given its finished `record`, without a
+        walk taken ahead: checks ran since); the finished record."""
+        ahead = self._walked if record is None else None
         record = record or self.record
         if self.journal is None or record is None:
             return None
-        listed = None if ahead is None else functools.partial(self._listed, ahead)
         try:
-            return self.journal.finish(record, status, error_type, listed)
+            return self.journal.finish(record, status, error_type, ahead)
         except (WizardError, OSError) as exc:
             self.sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             self.warning = f"{NOT_JOURNALED} ({exc})."
@@ -202,15 +207,23 @@ def _taken_ahead(project: Path, sink: EventSink) -> list[FolderListing]:
     return taken
 
 
+def _walk_ahead(journal: Journal, stop: Callable[[], bool]) -> Walked:
+    """The project's walk for the closing snapshot, its dependency folders listed first, but
+    for the names walked at the close (`ListingStopped` once `stop` says so)."""
+    store = journal.store
+    return store.walk(listed=store.heavy_listings(stop), leave=WALKED_AT_CLOSE, stop=stop)
+
+
 class _Ahead:
-    """One thread that takes the dependency folders' listings when asked, and keeps the last
-    it took, by its mark. It waits `pause` first (the engine makes the next command's sandbox
-    meanwhile), gives up once a call is let through or a newer ask comes (`stop`), and runs at
-    the lowest priority. A close that finds a listing still in its pause takes it itself, at
-    its own priority: the run's end never waits on a thread the engine's teardown starves."""
+    """One thread that walks the project when asked, and keeps the last walk it took, by its
+    mark. It waits `pause` first (the engine makes the next command's sandbox meanwhile),
+    gives up once a call is let through or a newer ask comes (`stop`), and lists the
+    dependency folders at the lowest priority (`list_gently`). A close that finds a walk
+    still in its pause takes it itself, listing them at its own priority: the run's end
+    never waits on a `find` the engine's teardown starves."""
 
     def __init__(
-        self, take: Callable[[Callable[[], bool]], Listed], pause: float | None = None
+        self, take: Callable[[Callable[[], bool]], Walked], pause: float | None = None
     ) -> None:
         self._take = take
         self._pause = _PAUSE if pause is None else pause
@@ -218,12 +231,12 @@ class _Ahead:
         self._asked: int | None = None
         self._asks = 0  # each ask, and each stop, makes the one in hand stale
         self._taking: int | None = None
-        self._taken: tuple[int, Listed] | None = None
+        self._taken: tuple[int, Walked] | None = None
         self._thread: threading.Thread | None = None
 
     def want(self, mark: int, *, at_once: bool = False) -> None:
-        """Take the listings for `mark`; `at_once`: the run is ending, so without the pause,
-        in a thread of their own at the run's priority (its close will wait for them)."""
+        """Walk the project for `mark`; `at_once`: the run is ending, so without the pause,
+        in a thread of its own at the run's priority (its close will wait for it)."""
         with self._changed:
             self._asks += 1
             if at_once:
@@ -244,9 +257,7 @@ class _Ahead:
             self._changed.notify_all()
 
     def _work(self) -> None:
-        if sys.platform == "linux":  # Linux renices a thread by its id; nothing waits on it
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        list_gently()
         while True:
             with self._changed:
                 while self._asked is None:
@@ -263,29 +274,29 @@ class _Ahead:
             self._take_now(mark, ask)
 
     def _take_now(self, mark: int, ask: int) -> None:
-        self._listed(mark, ask)
+        self._walked(mark, ask)
         with self._changed:
             if self._taking == mark:
                 self._taking = None
             self._changed.notify_all()
 
-    def _listed(self, mark: int, ask: int) -> Listed | None:
-        """The listings taken for `mark` (kept), or None (stopped, or failed: the close lists
-        them itself)."""
+    def _walked(self, mark: int, ask: int) -> Walked | None:
+        """The walk taken for `mark` (kept), or None (stopped, or failed: the close walks the
+        project itself)."""
         try:
-            listed = self._take(functools.partial(self._stale, ask))
+            walked = self._take(functools.partial(self._stale, ask))
         except Exception:
             return None
         with self._changed:
-            self._taken = (mark, listed)
-        return listed
+            self._taken = (mark, walked)
+        return walked
 
     def _stale(self, ask: int) -> bool:
         return self._asks != ask
 
-    def taken(self, mark: int) -> Listed | None:
-        """The listings taken at `mark` (taken now if still in their pause, waited for if
-        being taken); None if none were asked for."""
+    def taken(self, mark: int) -> Walked | None:
+        """The walk taken at `mark` (taken now if still in its pause, waited for if being
+        taken); None if none was asked for."""
         with self._changed:
             if self._asked == mark:  # not begun: taken here, the pause cut short
                 self._asked, self._asks = None, self._asks + 1
@@ -298,4 +309,4 @@ class _Ahead:
                     if mark != self._taking:
                         return None
                     self._changed.wait()
-        return self._listed(mark, ask)
+        return self._walked(mark, ask)
