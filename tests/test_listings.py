@@ -70,7 +70,7 @@ def test_the_listings_taken_ahead_are_the_ones_the_journal_takes(tmp_path: Path)
     assert set(own) == {"node_modules", "packages/a/node_modules", ".venv"}
     assert own["node_modules"][1] == {"node_modules/left-pad/.git": "folder"}
     # A first snapshot given them keeps them, and records what one that lists them does.
-    given = journal.begin("ahead", "p", ahead=taken)
+    given = journal.begin("ahead", "p", ahead=lambda: taken)
     itself = journal.begin("itself", "p")
     assert given.heavy_before == itself.heavy_before
     assert given.repos_before == itself.repos_before

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.journal.trees import state
 from wizard.errors import ConfigError, UsageError
-from wizard.journal import Journal, UndoRefused
+from wizard.journal import Journal, Listed, UndoRefused
 from wizard.journal import store as store_module
 from wizard.journal.store import GitStore
 from wizard.listings import ListingStopped
@@ -178,6 +178,32 @@ def test_a_run_resumed_after_an_upgrade_reads_its_old_listings_alike(tmp_path: P
     assert again.dependency_changes == {"node_modules/left-pad/index.js": "changed"}
 
 
+def test_a_snapshot_asks_for_listings_being_taken_once_it_walked_the_rest(
+    tmp_path: Path,
+) -> None:
+    """The first snapshot walks the project's own files while the dependency folders'
+    listings may still be being taken (`wizard.listings`), and asks for them after that
+    walk: once."""
+    project = tmp_path / "p"
+    (project / "node_modules" / "left-pad").mkdir(parents=True)
+    (project / "node_modules" / "left-pad" / "index.js").write_text("x")
+    (project / "app.py").write_text("app\n")
+    store = Journal(project, tmp_path / "state").store
+    before = store.snapshot()
+    listed = store.heavy_listings()
+    asked: list[bool] = []
+
+    def later() -> Listed:
+        asked.append(True)
+        (project / "late.py").write_text("written once the walk was done\n")
+        return listed
+
+    snapshot = store.snapshot(listed=later)
+    assert asked == [True]
+    assert snapshot.heavy == {"node_modules": listed["node_modules"][0]} == before.heavy
+    assert store.changes(before.tree, snapshot.tree) == []  # late.py: not walked
+
+
 def test_a_snapshot_on_a_walk_taken_ahead_walks_again_only_the_names_it_left_out(
     tmp_path: Path,
 ) -> None:
@@ -309,7 +335,7 @@ def test_a_prune_drops_the_forgotten_blobs_and_keeps_the_stat_cache_of_the_rest(
     (project / "f.txt").write_text("version 1\n")
     journal.finish(journal.begin("r1", "test"), "succeeded")  # prunes r0
     assert not stored(blob("version 0\n")) and stored(blob("version 1\n"))
-    cache = json.loads((store.state / "stat-cache.json").read_text())
+    cache = _cache_on_disk(store)
     assert set(cache) == {"kept.txt", "f.txt"} and cache["f.txt"].endswith(blob("version 1\n"))
     rehashed: list[str] = []
     real = store._store
@@ -317,6 +343,11 @@ def test_a_prune_drops_the_forgotten_blobs_and_keeps_the_stat_cache_of_the_rest(
                         or real(root, entry, blobs))  # fmt: skip
     journal.begin("r2", "test")
     assert rehashed == [], "a snapshot after a prune rehashed files that had not changed"
+
+
+def _cache_on_disk(store: GitStore) -> dict[str, str]:
+    """The stat cache as a new process reads it."""
+    return dict(GitStore(store.project, store.state)._load_cache("stat-cache"))
 
 
 def _app(project: Path, files: int, version: str) -> None:
@@ -445,7 +476,7 @@ def test_the_stat_cache_is_written_only_when_a_stat_changed(tmp_path: Path) -> N
     project.mkdir()
     (project / "f.txt").write_text("one\n")
     journal = Journal(project, tmp_path / "state")
-    cache = journal.store.state / "stat-cache.json"
+    cache = journal.store.state / "stat-cache"
     record = journal.begin("r0", "test")
     written = cache.stat().st_ino
     journal.finish(record, "succeeded")  # nothing changed: the same file, not rewritten
@@ -453,26 +484,47 @@ def test_the_stat_cache_is_written_only_when_a_stat_changed(tmp_path: Path) -> N
     (project / "f.txt").write_text("two\n")
     journal.finish(journal.begin("r1", "test"), "succeeded")
     assert cache.stat().st_ino != written
-    assert json.loads(cache.read_text())["f.txt"].startswith("4:")  # the size of "two\n"
+    assert _cache_on_disk(journal.store)["f.txt"].startswith("4:")  # the size of "two\n"
+
+
+def test_the_stat_cache_keeps_any_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that is not UTF-8, or holds a newline or a colon, is read back as it was kept:
+    the next run hashes nothing again."""
+    project = tmp_path / "p"
+    project.mkdir()
+    odd = os.fsdecode(b"caf\xe9\nname:1.txt")
+    (project / odd).write_text("odd\n")
+    (project / "plain.txt").write_text("plain\n")
+    Journal(project, tmp_path / "state").begin("r0", "test")
+    again = Journal(project, tmp_path / "state")  # a new process's
+    rehashed: list[str] = []
+    real = again.store._store
+    monkeypatch.setattr(again.store, "_store", lambda root, entry, blobs:
+                        rehashed.append(entry.path) or real(root, entry, blobs))  # fmt: skip
+    again.begin("r1", "test")
+    assert rehashed == [] and set(_cache_on_disk(again.store)) == {odd, "plain.txt"}
 
 
 def test_a_stat_cache_is_read_once_a_run_and_an_older_wizard_s_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The closing snapshot finds the first snapshot's stat cache in memory (not read
-    again); a cache an older wizard kept (each entry a list) is read as it says, so nothing
-    unchanged is hashed again after an upgrade."""
+    again); a cache an older wizard kept (JSON, each entry a list) is read as it says, so
+    nothing unchanged is hashed again after an upgrade, and replaced by the run's."""
     project = tmp_path / "p"
     project.mkdir()
     (project / "a.txt").write_text("a\n")
     (project / "b.txt").write_text("b\n")
     journal = Journal(project, tmp_path / "state")
-    cache = journal.store.state / "stat-cache.json"
+    cache, kept = journal.store.state / "stat-cache", journal.store.state / "stat-cache.json"
     journal.finish(journal.begin("r0", "test"), "succeeded")
-    entries = json.loads(cache.read_text())
+    entries = _cache_on_disk(journal.store)
     older = {path: [*map(int, entry.split(":")[:4]), entry.split(":")[4]]
              for path, entry in entries.items()}  # fmt: skip
-    cache.write_text(json.dumps(older))
+    cache.unlink()
+    kept.write_text(json.dumps(older))
     upgraded = Journal(project, tmp_path / "state")  # a new process's, after the upgrade
     rehashed: list[str] = []
     real = upgraded.store._store
@@ -480,11 +532,12 @@ def test_a_stat_cache_is_read_once_a_run_and_an_older_wizard_s_alike(
                         rehashed.append(entry.path) or real(root, entry, blobs))  # fmt: skip
     record = upgraded.begin("r1", "test")
     assert rehashed == [], "an older wizard's stat cache was not read"
-    cache.write_text("not a cache")  # the close reads none: the run's own is in memory
+    kept.write_text("not a cache")  # the close reads none: the run's own is in memory
     (project / "b.txt").write_text("bb\n")
     upgraded.finish(record, "succeeded")
-    assert rehashed == ["b.txt"]
-    assert json.loads(cache.read_text())["a.txt"] == entries["a.txt"]
+    assert rehashed == ["b.txt"] and not kept.exists()
+    assert _cache_on_disk(upgraded.store)["a.txt"] == entries["a.txt"]
+    assert _cache_on_disk(upgraded.store)["b.txt"].startswith("3:")
 
 
 def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

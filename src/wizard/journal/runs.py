@@ -121,11 +121,12 @@ class Journal:
         *,
         undoes: str | None = None,
         applies: str | None = None,
-        ahead: Sequence[FolderListing] = (),
+        ahead: Callable[[], Sequence[FolderListing]] = tuple,
     ) -> RunRecord:
         """Snapshot the project before a run (or before undoing the run `undoes`, or applying
-        the preview `applies`), with its dependency folders' listings taken `ahead` of it."""
-        snapshot = self.store.snapshot(listed=self.store.kept(ahead))
+        the preview `applies`), with its dependency folders' listings taken `ahead` of it
+        (asked for once the rest is walked: they may still be being taken)."""
+        snapshot = self.store.snapshot(listed=lambda: self.store.kept(ahead()))
         self.store.keep(f"{run_id}/before", snapshot.tree)
         record = RunRecord(
             run_id=run_id, kind="undo" if undoes else "run", undoes=undoes, applies=applies,
@@ -143,7 +144,7 @@ class Journal:
         program: str,
         harness: str | None = None,
         sequence: str | None = None,
-        ahead: Sequence[FolderListing] = (),
+        ahead: Callable[[], Sequence[FolderListing]] = tuple,
     ) -> RunRecord:
         """Snapshot the project before a preview (`begin`), and make the preview's copy of
         it."""

@@ -72,8 +72,9 @@ class RunJournal:
             return cls(sink, warning=f"{NOT_JOURNALED} (git was not found).")
         try:
             journal = Journal(project)
+            taken = functools.partial(_taken_ahead, project, sink)
             record = journal.begin(run_id, program_id, binding.harness, binding.sequence,
-                                   ahead=_taken_ahead(project, sink))  # fmt: skip
+                                   ahead=taken)  # fmt: skip
         except (WizardError, OSError) as exc:
             sink(LogLine(f"the run journal failed ({exc}): {_OFF}.", "warning"))
             return cls(sink, warning=f"{NOT_JOURNALED} ({exc}).")
@@ -92,7 +93,7 @@ class RunJournal:
             )
         journal = Journal(project)
         record = journal.begin_preview(run_id, program_id, binding.harness, binding.sequence,
-                                       _taken_ahead(project, sink))  # fmt: skip
+                                       functools.partial(_taken_ahead, project, sink))  # fmt: skip
         return cls(sink, journal, record)
 
     def abandon(self) -> None:
