@@ -162,9 +162,13 @@ class Walked:
         return "".join(lines).encode(errors="surrogateescape")
 
 
+# The stat caches: of the project's snapshots, and of a preview's copy's.
+_CACHES = ("stat-cache", "preview-stat-cache")
+
+
 def _cache_name(copy: Path | None) -> str:
     """The stat cache of the project's snapshots, or of a preview's copy's."""
-    return "preview-stat-cache" if copy is not None else "stat-cache"
+    return _CACHES[copy is not None]
 
 
 # A stat cache's first line (`GitStore._load_cache`): JSON took 12–18 ms to write at 10,000
@@ -531,7 +535,8 @@ class GitStore:
         if data.startswith(_CACHE_FORMAT):
             fields = data[len(_CACHE_FORMAT) :].split(b"\0")
             paths = (os.fsdecode(path) for path in fields[0:-1:2])
-            cache = dict(zip(paths, (entry.decode() for entry in fields[1::2]), strict=False))
+            entries = (entry.decode(errors="replace") for entry in fields[1::2])
+            cache = dict(zip(paths, entries, strict=False))
         else:
             cache = _older_cache(self.state / f"{name}.json")
         self._caches[name] = cache
@@ -563,7 +568,7 @@ class GitStore:
             # deltas searched for (a prune runs at a run's close).
             self._git("repack", "-a", "-d", "-A", "-q", "--window=0")
         self._git("prune", "--expire=now")
-        for name in (_cache_name(None), _cache_name(self.project)):
+        for name in _CACHES:
             self._keep_stored(name)
 
     def _keep_stored(self, cache_name: str) -> None:
