@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,14 +17,30 @@ from wizard.runner.checks import checks_for, replaced_runners
 from wizard.runner.verification import check_runner, verify
 from wizard.tools.sandbox import build_policy, check_sandbox
 
+# The folders `_runner` made in the system temp folder, as a run makes them: removed after
+# each test.
+_MADE: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def _remove_made() -> Iterator[None]:
+    yield
+    while _MADE:
+        shutil.rmtree(_MADE.pop(), ignore_errors=True)
+
+
+def _made(prefix: str) -> Path:
+    _MADE.append(Path(tempfile.mkdtemp(prefix=prefix)))
+    return _MADE[-1]
+
 
 def _runner(project: Path, temp: Path | None = None):  # type: ignore[no-untyped-def]
     try:
         check_sandbox()
     except Exception:  # no sandbox here: the same checks, run as they would be with it off
-        return check_runner(None, Path(tempfile.mkdtemp()))
-    policy = build_policy(project, temp or Path(tempfile.mkdtemp(prefix="wizard-run-")))
-    return check_runner(policy, Path(tempfile.mkdtemp()))
+        return check_runner(None, _made("wizard-verify-"))
+    policy = build_policy(project, temp or _made("wizard-run-"))
+    return check_runner(policy, _made("wizard-verify-"))
 
 
 async def test_a_planted_module_does_not_run_in_a_check_nor_fool_it(tmp_path: Path) -> None:
