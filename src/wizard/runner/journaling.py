@@ -40,7 +40,7 @@ _PAUSE = 0.3
 # at the close: the sandbox's placeholders (the next command's sandbox is made while the model
 # thinks; they are gone by the close) and the skill (installed after the first snapshot).
 WALKED_AT_CLOSE = frozenset(
-    PurePosixPath(name).parts[0] for name in (*PLACEHOLDERS, ".claude", str(SKILLS_ROOT))
+    PurePosixPath(name).parts[0] for name in (*PLACEHOLDERS, SKILLS_ROOT.as_posix())
 )
 _OFF = "this run is not journaled, so `wizard undo` cannot take it back"
 NOT_JOURNALED = "Not journaled: undo is off for this run"
