@@ -289,6 +289,26 @@ async def test_a_complete_stream_is_no_fault(api: str) -> None:
     assert proxy.fault is None
 
 
+async def test_the_model_is_thinking_once_a_request_goes_on_unanswered() -> None:
+    """`thinking` returns once a request has gone on for its time without its reply ending:
+    not for a reply that came sooner, nor before any request; while the slow one is still
+    being answered."""
+    slow = {**TEXT, "latency_ms": 1500}
+    async with edge({"responses": [TEXT, slow]}) as (_, proxy):
+        client = _claude(proxy)
+        thinking = asyncio.ensure_future(proxy.thinking(0.2))
+        await asyncio.sleep(0.3)
+        await client.messages.create(model="m", max_tokens=5, messages=USER)  # at once
+        await asyncio.sleep(0.3)
+        assert not thinking.done()
+        answer = asyncio.ensure_future(client.messages.create(model="m", max_tokens=5,
+                                                              messages=USER))  # fmt: skip
+        await asyncio.wait_for(thinking, 2)
+        assert not answer.done()  # the reply is still coming
+        await answer
+        await client.close()
+
+
 def test_sse_lines_that_are_not_fields_are_ignored() -> None:
     check = StreamCheck("openai")
     assert check.feed(b": keep-alive comment\nnonsense line\n\n") is None

@@ -204,11 +204,13 @@ def _tool_use(index: int, name: str) -> dict[str, Any]:
 
 
 async def _sandbox_ahead(
-    tmp_path: Path, ready: asyncio.Future[bool]
-) -> tuple[ClaudeSession, _Shell, asyncio.Future[None]]:
+    tmp_path: Path, ready: asyncio.Future[bool], thinking: asyncio.Event | None = None,
+    halted: bool = False,
+) -> tuple[ClaudeSession, _Shell, asyncio.Future[None]]:  # fmt: skip
+    gate = ToolGate([], Fence(tmp_path), halted=lambda: halted, ready=ready)
     launch = EngineLaunch(
         project_dir=tmp_path, model="m", api="anthropic-messages", proxy_url="http://127.0.0.1:1",
-        token="t", gate=ToolGate([], Fence(tmp_path), ready=ready),
+        token="t", gate=gate, thinking=(thinking or asyncio.Event()).wait,
     )  # fmt: skip
     session, shell = ClaudeSession(launch, _no_sdk), _Shell()
     making = asyncio.ensure_future(session._sandbox_ahead(shell))  # type: ignore[arg-type]
@@ -234,6 +236,24 @@ async def test_the_shell_s_first_sandbox_is_made_as_the_first_bash_call_streams(
     ready.set_result(True)
     await asyncio.wait_for(making, 5)
     assert shell.made == [tmp_path]
+
+
+@pytest.mark.parametrize("halted", [False, True])
+async def test_the_shell_s_first_sandbox_is_made_while_the_model_thinks(
+    tmp_path: Path, halted: bool
+) -> None:
+    """The first command's sandbox is made once the model is thinking (its request gone on
+    unanswered: `EngineLaunch.thinking`), with no `bash` call yet, once the run is ready for
+    tools; none for a run that is ending by then."""
+    ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    thinking = asyncio.Event()
+    _, shell, making = await _sandbox_ahead(tmp_path, ready, thinking, halted)
+    ready.set_result(True)
+    await asyncio.sleep(0.01)
+    assert shell.made == [] and not making.done()  # the model has not been asked yet
+    thinking.set()
+    await asyncio.wait_for(making, 5)
+    assert shell.made == ([] if halted else [tmp_path])
 
 
 async def test_the_shell_makes_no_sandbox_ahead_for_a_run_that_could_not_be_readied(

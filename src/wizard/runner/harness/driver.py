@@ -43,6 +43,11 @@ from wizard.runner.harness.watchdog import EngineWatchdog
 from wizard.signals import REMARK_INSTRUCTION
 
 SessionFactory = Callable[[EngineLaunch], AgentSession]
+# How long a model request goes on without its reply ending before the model counts as
+# thinking (`EngineLaunch.thinking`): a reply sooner (a gateway's refusal, an answer at once)
+# ends the run or asks for its command before a sandbox made meanwhile could be ready, and
+# one made for nothing would cost the run's end its undoing.
+THINKING_AFTER_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,7 @@ def _launch(run: RunState, proxy: GatewayProxy, calls: SessionCalls | None) -> E
         sandbox=inputs.sandbox,
         engine_timeout=inputs.engine_timeout,
         log=lambda line: inputs.sink(LogLine(f"[{run.engine}] {line}", "debug")),
+        thinking=lambda: proxy.thinking(THINKING_AFTER_S),
     )
 
 

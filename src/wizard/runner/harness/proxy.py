@@ -203,6 +203,10 @@ class GatewayProxy:
         self._server: asyncio.Server | None = None
         self._client: httpx.AsyncClient | None = None
         self._client_made: asyncio.Future[None] | None = None
+        # The engine's model requests relayed so far, those still being answered, and whether
+        # any is (`thinking`).
+        self._relayed = self._open = 0
+        self._answering = asyncio.Event()
 
     @property
     def url(self) -> str:
@@ -241,6 +245,17 @@ class GatewayProxy:
         if self._client is not None:
             await self._client.aclose()
 
+    async def thinking(self, for_s: float) -> None:
+        """Return once a model request has gone on for `for_s` without its reply ending (and
+        no other request has begun meanwhile): the model is thinking, or still writing, and
+        the machine is waiting on it."""
+        while True:
+            await self._answering.wait()
+            relayed = self._relayed
+            await asyncio.sleep(for_s)
+            if self._answering.is_set() and self._relayed == relayed:
+                return
+
     # --- one relayed request --------------------------------------------------------------
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -259,6 +274,9 @@ class GatewayProxy:
             await self._client_made
             self.meter.turns += 1
             self.meter.started()
+            self._relayed += 1
+            self._open += 1
+            self._answering.set()
             try:
                 response = await self._send(self._upstream_request(request))
                 if response is None:
@@ -269,6 +287,9 @@ class GatewayProxy:
                     await response.aclose()
             finally:
                 self.meter.ended()
+                self._open -= 1
+                if self._open == 0:
+                    self._answering.clear()
         except (ConnectionError, BadRequest, OSError) as exc:
             log.debug("gateway proxy relay ended: %s", exc)
         finally:

@@ -9,7 +9,7 @@ session gets an `EngineLaunch`. Nothing above a harness sees an engine type.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -81,6 +81,14 @@ class EngineLaunch:
     engine_timeout: float = 150.0
     # Where the engine's own diagnostics go (shown with --debug).
     log: Callable[[str], None] = field(default=lambda line: None, repr=False)
+    # Returns once the model is thinking: a request of the session's engine has gone on a
+    # while without its reply ending (`GatewayProxy.thinking`), and the machine waits on it.
+    # The first command's sandbox is made then (never, by default).
+    thinking: Callable[[], Awaitable[None]] = field(default=lambda: _never(), repr=False)
+
+
+async def _never() -> None:
+    await asyncio.Event().wait()
 
 
 class AgentSession(Protocol):

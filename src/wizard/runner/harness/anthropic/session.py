@@ -365,14 +365,23 @@ class ClaudeSession:
             self._shell_started.make_ahead(self.launch.project_dir, after_tool=True)
 
     async def _sandbox_ahead(self, shell: SandboxedShell) -> None:
-        """Make the first command's sandbox as the model's first `bash` call begins to stream
-        (its arguments still coming, then the CLI's own handling of it: 50-100 ms here),
-        once the run is ready for tools (the project's first snapshot taken: the sandbox
-        stands placeholders in the project). The first command waits for less of a making,
-        and the second finds the sandbox kept instead of waiting for one being made; a run
-        that never calls `bash` (one that ends on its first reply) makes none."""
-        await self._bash_coming.wait()
-        if await self.launch.gate.ready():
+        """Make the first command's sandbox while the model thinks (`EngineLaunch.thinking`:
+        its first request has gone on a tenth of a second unanswered), or as its first `bash`
+        call begins to stream (its arguments still coming, then the CLI's own handling of it:
+        50-100 ms here) if that is sooner, once the run is ready for tools (the project's
+        first snapshot taken: the sandbox stands placeholders in the project). The first
+        command then finds it made where the model took longer than the making, and the
+        second finds it kept; a run whose first reply comes at once and calls no `bash` (one
+        that ends on it) makes none."""
+        coming = asyncio.ensure_future(self._bash_coming.wait())
+        thinking = asyncio.ensure_future(self.launch.thinking())
+        try:
+            await asyncio.wait({coming, thinking}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in (coming, thinking):
+                waiting.cancel()
+        gate = self.launch.gate
+        if await gate.ready() and not gate.halted():  # none for a run that is ending
             shell.make_ahead(self.launch.project_dir)
 
 

@@ -383,12 +383,13 @@ function sandboxedBash(pi, cwd) {
 }
 
 /**
- * Make the first command's sandbox as the model's first `bash` call begins to stream (its
- * arguments still coming, then the fence's word on it), once the run is ready for tools (the
- * project's first snapshot taken and the skill installed: the sandbox stands placeholders in
- * the project, and is made from what is there). The first command waits for less of a making
- * or none, and the second finds the sandbox kept instead of waiting for one being made; a run
- * that never calls `bash` (one that ends on its first reply) makes none.
+ * Make the first command's sandbox while the model thinks (wizard asks, `sandbox_ahead`, once
+ * a model request has gone on a tenth of a second unanswered), or as the model's first `bash`
+ * call begins to stream (its arguments still coming, then the fence's word on it) if that is
+ * sooner, once the run is ready for tools (the project's first snapshot taken and the skill
+ * installed: the sandbox stands placeholders in the project, and is made from what is there).
+ * The first command finds it made where the model took longer than the making, and the second
+ * finds it kept; a run whose first reply comes at once and calls no `bash` makes none.
  */
 async function firstSandboxAhead() {
   if (firstAhead !== "wanted" || !launch.sandbox) return;
@@ -466,9 +467,9 @@ let lastAssistant = null;
 session.agent.subscribe(async (event) => {
   if (event.type === "message_end" && event.message.role === "assistant") lastAssistant = event.message;
   // Tool calls run one at a time: the next command's sandbox is kept or made once a call has
-  // ended (the first's once the model's first `bash` call streams: `firstSandboxAhead`), and
-  // none is kept while another tool runs (what it changes must be in the next one, and it
-  // must not find the sandbox's placeholders in the project).
+  // ended (the first's while the model thinks or as its first `bash` call streams:
+  // `firstSandboxAhead`), and none is kept while another tool runs (what it changes must be
+  // in the next one, and it must not find the sandbox's placeholders in the project).
   if (event.type === "message_update" && event.assistantMessageEvent.type === "toolcall_start") {
     const { partial, contentIndex } = event.assistantMessageEvent;
     if (partial?.content?.[contentIndex]?.name === "bash") void firstSandboxAhead();
@@ -515,6 +516,9 @@ async function handle(command) {
       return prompt(id, command.message);
     case "abort":
       await session.abort();
+      return respond(id, true);
+    case "sandbox_ahead": // the model is thinking (wizard's proxy saw it): the first one now
+      void firstSandboxAhead();
       return respond(id, true);
     case "stats": {
       const tokens = session.getSessionStats().tokens ?? {};

@@ -7,7 +7,8 @@ one prompt ends in exactly one `agent_end`.
 
 Commands (wizard → host), each with an `id` answered by `{"type": "response", "id",
 "success", "data"?, "error"?}`: `prompt {message}` (answered once pi accepted it), `abort`
-(answered once the run has ended), `stats`, `close`.
+(answered once the run has ended), `stats`, `close`, `sandbox_ahead` (make the first
+command's sandbox now, once the run is ready for tools, unless another tool came first).
 
 Events (host → wizard), never carrying a partial message, so a reply of n characters costs
 about 2n bytes (its deltas and its final message) plus a constant per event:
@@ -183,9 +184,12 @@ class PiSession:
         self._eof = asyncio.Event()
         # The host said it is leaving: its session, commands and sandbox helpers are done.
         self._left = asyncio.Event()
-        # Whether the host told of a tool call: the sandbox is made and thrown away around
-        # tool calls only (`host.mjs`), so a host that told of none has nothing to leave.
-        self._tools_told = False
+        # Whether the host may have made a sandbox: it makes and throws them away around tool
+        # calls (`host.mjs`) and makes the first while the model thinks once asked
+        # (`_first_sandbox_ahead`), so a host that told of no call and was not asked has
+        # nothing to leave.
+        self._sandbox_made = False
+        self._first_ahead: asyncio.Task[None] | None = None
         # Names where the sandbox may stand placeholders in (the next command's sandbox is made
         # while the model thinks) that were not there before: a host that could not clean up
         # after itself (killed) leaves them, and `close` removes them.
@@ -217,6 +221,8 @@ class PiSession:
             self._process.stdin.write(json.dumps(self._launch_spec(host)).encode() + b"\n")
             await self._process.stdin.drain()
             await asyncio.wait_for(self._ready, self.startup_timeout)
+            if self.launch.sandbox is not None and self.launch.shell:
+                self._first_ahead = asyncio.create_task(self._first_sandbox_ahead())
         except (TimeoutError, EngineError, ConnectionError) as exc:
             await self.close()
             raise EngineError(
@@ -255,19 +261,32 @@ class PiSession:
             spec["sandbox"] = private.host_spec()
         return spec
 
+    async def _first_sandbox_ahead(self) -> None:
+        """Have the host make the first command's sandbox while the model thinks
+        (`EngineLaunch.thinking`), as the anthropic harness's shell does; it also makes it as
+        the model's first `bash` call streams, if that is sooner."""
+        await self.launch.thinking()
+        self._sandbox_made = True
+        with contextlib.suppress(EngineError):
+            await self._command({"type": "sandbox_ahead"})
+
     async def close(self) -> None:
         """Abort any run, stop pi, and leave no process behind."""
+        if self._first_ahead is not None:
+            self._first_ahead.cancel()
+            await asyncio.gather(self._first_ahead, return_exceptions=True)
         process = self._process
         if process is not None and process.returncode is None:
             stopped = is_stopped(self.pid)  # a stopped pi answers nothing and ignores SIGTERM
             if not stopped and self._run_done is not None and not self._run_done.done():
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.abort(), 5)
-            if not self._tools_told and (self._run_done is None or self._run_done.done()):
-                # Every event it wrote came before its run's end (or it never ran one), so
-                # it made no sandbox and ran no command: its processes are its own group's
-                # (its runtime's bridges), ended below; a host still loading the runtime
-                # would only say it has left once the load is done (0.05-0.2 s here).
+            if not self._sandbox_made and (self._run_done is None or self._run_done.done()):
+                # Every event it wrote came before its run's end (or it never ran one), and
+                # it was not asked to make a sandbox ahead, so it made none and ran no
+                # command: its processes are its own group's (its runtime's bridges), ended
+                # below; a host still loading the runtime would only say it has left once
+                # the load is done (0.05-0.2 s here).
                 self._left.set()
             survivors = descendants(process.pid)
             if stopped:
@@ -409,7 +428,7 @@ class PiSession:
         if kind == "left":
             self._left.set()
             return
-        self._tools_told = self._tools_told or kind in ("tool_start", "tool_end")
+        self._sandbox_made = self._sandbox_made or kind in ("tool_start", "tool_end")
         if kind == "ready" and self._ready is not None and not self._ready.done():
             self._ready.set_result(None)
             return
