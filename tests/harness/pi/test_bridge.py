@@ -90,14 +90,18 @@ async def test_the_host_hears_the_run_is_ready_for_tools_once_it_is_and_not_whil
 ) -> None:
     """The host makes the first command's sandbox only once the run is ready for tools (the
     first snapshot taken, the skill installed): the answer waits for that, says no if the
-    run could not be made ready, and no once the run is ending."""
+    run could not be made ready, and no once the run is ending. The bridge remembers a yes
+    (`said_ready`): a host told so may have a sandbox standing, and its session's close
+    waits for it to leave."""
     for made in (True, False):
         ready: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         bridge = HostBridge(ToolGate([], Fence(tmp_path), ready=ready))
         asked = asyncio.ensure_future(bridge.handle({"op": "ready"}))
         await asyncio.sleep(0.05)
-        assert not asked.done()
+        assert not asked.done() and not bridge.said_ready
         ready.set_result(made)
         assert await asked == {"ready": made}
+        assert bridge.said_ready is made
     ending = HostBridge(ToolGate([], Fence(tmp_path), halted=lambda: True))
     assert await ending.handle({"op": "ready"}) == {"ready": False}
+    assert not ending.said_ready

@@ -58,6 +58,10 @@ class PromptResult:
     error_message: str | None = None
 
 
+async def _never() -> None:
+    await asyncio.Event().wait()
+
+
 @dataclass(frozen=True)
 class EngineLaunch:
     """What a session gets to start its engine for one conversation.
@@ -84,11 +88,7 @@ class EngineLaunch:
     # Returns once the model is thinking: a request of the session's engine has gone on a
     # while without its reply ending (`GatewayProxy.thinking`), and the machine waits on it.
     # The first command's sandbox is made then (never, by default).
-    thinking: Callable[[], Awaitable[None]] = field(default=lambda: _never(), repr=False)
-
-
-async def _never() -> None:
-    await asyncio.Event().wait()
+    thinking: Callable[[], Awaitable[None]] = field(default=_never, repr=False)
 
 
 class AgentSession(Protocol):

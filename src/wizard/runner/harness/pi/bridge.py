@@ -35,6 +35,9 @@ class HostBridge:
 
     def __init__(self, gate: ToolGate) -> None:
         self.gate = gate
+        # Whether it told the host the run is ready for tools: the host makes a sandbox ahead
+        # (placeholders in the project) only once told so.
+        self.said_ready = False
         self._dir: Path | None = None
         self._server: asyncio.AbstractServer | None = None
 
@@ -105,7 +108,9 @@ class HostBridge:
         name = str(request.get("name", ""))
         args = request.get("input") or {}
         if request.get("op") == "ready":
-            return {"ready": await self.gate.ready() and not self.gate.halted()}
+            ready = await self.gate.ready() and not self.gate.halted()
+            self.said_ready = self.said_ready or ready
+            return {"ready": ready}
         if request.get("op") == "permit":
             call_id = request.get("id")
             call_id = call_id if isinstance(call_id, str) else None

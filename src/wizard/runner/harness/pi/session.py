@@ -184,11 +184,11 @@ class PiSession:
         self._eof = asyncio.Event()
         # The host said it is leaving: its session, commands and sandbox helpers are done.
         self._left = asyncio.Event()
-        # Whether the host may have made a sandbox: it makes and throws them away around tool
-        # calls (`host.mjs`) and makes the first while the model thinks once asked
-        # (`_first_sandbox_ahead`), so a host that told of no call and was not asked has
-        # nothing to leave.
-        self._sandbox_made = False
+        # Whether the host told of a tool call: the sandbox is made and thrown away around
+        # tool calls (`host.mjs`), and the first made ahead only once the bridge said the run
+        # is ready for tools, so a host that told of none and was not told so has nothing
+        # to leave.
+        self._tools_told = False
         self._first_ahead: asyncio.Task[None] | None = None
         # Names where the sandbox may stand placeholders in (the next command's sandbox is made
         # while the model thinks) that were not there before: a host that could not clean up
@@ -266,7 +266,6 @@ class PiSession:
         (`EngineLaunch.thinking`), as the anthropic harness's shell does; it also makes it as
         the model's first `bash` call streams, if that is sooner."""
         await self.launch.thinking()
-        self._sandbox_made = True
         with contextlib.suppress(EngineError):
             await self._command({"type": "sandbox_ahead"})
 
@@ -281,12 +280,13 @@ class PiSession:
             if not stopped and self._run_done is not None and not self._run_done.done():
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.abort(), 5)
-            if not self._sandbox_made and (self._run_done is None or self._run_done.done()):
+            told = self._tools_told or self.bridge.said_ready
+            if not told and (self._run_done is None or self._run_done.done()):
                 # Every event it wrote came before its run's end (or it never ran one), and
-                # it was not asked to make a sandbox ahead, so it made none and ran no
-                # command: its processes are its own group's (its runtime's bridges), ended
-                # below; a host still loading the runtime would only say it has left once
-                # the load is done (0.05-0.2 s here).
+                # it was never told the run is ready for tools, so it made no sandbox and ran
+                # no command: its processes are its own group's (its runtime's bridges),
+                # ended below; a host still loading the runtime would only say it has left
+                # once the load is done (0.05-0.2 s here).
                 self._left.set()
             survivors = descendants(process.pid)
             if stopped:
@@ -428,7 +428,7 @@ class PiSession:
         if kind == "left":
             self._left.set()
             return
-        self._sandbox_made = self._sandbox_made or kind in ("tool_start", "tool_end")
+        self._tools_told = self._tools_told or kind in ("tool_start", "tool_end")
         if kind == "ready" and self._ready is not None and not self._ready.done():
             self._ready.set_result(None)
             return
