@@ -38,7 +38,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from wizard.argv import project_named, run_words
 
@@ -103,6 +103,8 @@ _TYPES = {stat.S_IFREG: "f", stat.S_IFIFO: "p", stat.S_IFSOCK: "s", stat.S_IFCHR
           stat.S_IFBLK: "b"}  # fmt: skip
 
 
+T = TypeVar("T")
+
 # Threads whose listings run `find` at the lowest priority (`list_gently`).
 _gentle = threading.local()
 
@@ -112,6 +114,33 @@ def list_gently() -> None:
     The thread itself keeps its own: one reniced while it holds Python's lock would hold up
     every other thread of wizard's for as long as the machine's busier work starves it."""
     _gentle.on = True
+
+
+def beside(take: Callable[[], T]) -> Callable[[], T]:
+    """Call `take` in a thread of its own, whose listings are as gentle as this thread's
+    (`list_gently`), while this one goes on; the callable returned waits for its result, or
+    raises what it raised."""
+    gently = getattr(_gentle, "on", False)
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        _gentle.on = gently
+        try:
+            results.append(take())
+        except BaseException as exc:  # raised again to the one who waits
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="listing-beside", daemon=True)
+    thread.start()
+
+    def result() -> T:
+        thread.join()
+        if errors:
+            raise errors[0]
+        return results[0]
+
+    return result
 
 
 def _found(folder: Path, stop: Callable[[], bool]) -> list[bytes] | None:

@@ -16,6 +16,7 @@ import pytest
 
 from wizard import listings
 from wizard.journal import Journal, Listed
+from wizard.journal import store as store_module
 from wizard.journal.store import GitStore
 from wizard.listings import ListingStopped
 from wizard.runner import journaling
@@ -164,13 +165,64 @@ def test_a_walk_ahead_keeps_the_run_s_priority_and_lists_gently(
                         gently))  # fmt: skip
         return own(store, *args, **kwargs)
 
+    listers: list[bool] = []
+    own_listings = GitStore.heavy_listings
+
+    def heavy_listings(store: GitStore, stop: Callable[[], bool] = lambda: False) -> Listed:
+        listers.append(getattr(listings._gentle, "on", False))
+        return own_listings(store, stop)
+
     run, activity = _opened(tmp_path, project)
     monkeypatch.setattr(GitStore, "walk", walk)
+    monkeypatch.setattr(GitStore, "heavy_listings", heavy_listings)
     _call(activity, "a", project)
     while not walkers:
         time.sleep(0.01)
     assert run._ahead is not None and run._ahead.taken(1) is not None
     assert walkers[0] == ("journal-ahead", os.getpriority(os.PRIO_PROCESS, 0), True)
+    assert listers == [True]  # the listing beside the walk, as gently
+
+
+def test_a_walk_ahead_lists_the_dependency_folders_while_it_walks_the_rest(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dependency folders' `find`s run beside the walk of the app's own files, not
+    before it (at the close of a run whose model answers at once, the walk waits on them);
+    the walk takes their listings once it is done, and a change to a dependency is still
+    recorded."""
+    monkeypatch.setattr(journaling, "_PAUSE", 60.0)
+    walking = threading.Event()
+    seen: list[bool] = []
+    own_walk, own_listings = store_module.walk, GitStore.heavy_listings
+
+    def walk(*args: Any, **kwargs: Any) -> Any:
+        walking.set()
+        return own_walk(*args, **kwargs)
+
+    def heavy_listings(store: GitStore, stop: Callable[[], bool] = lambda: False) -> Listed:
+        seen.append(walking.wait(5))
+        return own_listings(store, stop)
+
+    run, activity = _opened(tmp_path, project)
+    monkeypatch.setattr(store_module, "walk", walk)
+    monkeypatch.setattr(GitStore, "heavy_listings", heavy_listings)
+    _call(activity, "a", project)
+    activity.run.ending()
+    assert run._ahead is not None and run._ahead.taken(1) is not None
+    assert seen == [True]
+    monkeypatch.setattr(GitStore, "_fingerprint", _no_listing)
+    record = run.finish("aborted")
+    assert record is not None and record.dependency_changes == {LEFTPAD: "changed"}
+
+
+def test_a_listing_beside_raises_what_it_raised_to_the_one_who_waits() -> None:
+    def stopped() -> Listed:
+        raise ListingStopped("node_modules")
+
+    result = listings.beside(stopped)
+    with pytest.raises(ListingStopped):
+        result()
+    assert listings.beside(lambda: 7)() == 7
 
 
 def test_a_call_let_through_after_the_listings_were_taken_is_never_missed(

@@ -28,7 +28,7 @@ from wizard.errors import ConfigError, WizardError
 from wizard.events import EventSink, LogLine
 from wizard.journal import Journal, RunRecord, Walked, git_available
 from wizard.layout import SKILLS_ROOT
-from wizard.listings import FolderListing, list_gently, take_ahead
+from wizard.listings import FolderListing, beside, list_gently, take_ahead
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.sequence.context import Binding
 from wizard.tools.paths import is_env_name
@@ -209,10 +209,12 @@ def _taken_ahead(project: Path, sink: EventSink) -> list[FolderListing]:
 
 
 def _walk_ahead(journal: Journal, stop: Callable[[], bool]) -> Walked:
-    """The project's walk for the closing snapshot, its dependency folders listed first, but
-    for the names walked at the close (`ListingStopped` once `stop` says so)."""
+    """The project's walk for the closing snapshot, its dependency folders listed beside the
+    walk of the rest (their `find`s in processes of their own), but for the names walked at
+    the close (`ListingStopped` once `stop` says so)."""
     store = journal.store
-    return store.walk(listed=store.heavy_listings(stop), leave=WALKED_AT_CLOSE, stop=stop)
+    listed = beside(functools.partial(store.heavy_listings, stop))
+    return store.walk(listed=listed, leave=WALKED_AT_CLOSE, stop=stop)
 
 
 class _Ahead:
