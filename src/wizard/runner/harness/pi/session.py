@@ -216,13 +216,12 @@ class PiSession:
         ]
         if self.launch.sandbox is not None and self.launch.shell:
             self._absent = absent_placeholders(self.launch.project_dir)
+            self._first_ahead = asyncio.create_task(self._first_sandbox_ahead())
         try:
             assert self._process.stdin is not None
             self._process.stdin.write(json.dumps(self._launch_spec(host)).encode() + b"\n")
             await self._process.stdin.drain()
             await asyncio.wait_for(self._ready, self.startup_timeout)
-            if self.launch.sandbox is not None and self.launch.shell:
-                self._first_ahead = asyncio.create_task(self._first_sandbox_ahead())
         except (TimeoutError, EngineError, ConnectionError) as exc:
             await self.close()
             raise EngineError(
