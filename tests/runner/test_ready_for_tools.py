@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from wizard.errors import EngineError
 from wizard.events import EventRecorder
 from wizard.journal import Journal
 from wizard.programs import get_program
@@ -125,3 +126,76 @@ async def test_a_ctrl_c_while_the_first_snapshot_is_taken_finishes_it_then_recor
     assert not (tmp_path / "planted.txt").exists()
     assert not (tmp_path / SKILL_MD).exists()
     assert engine.closed
+
+
+class _SlowToStart(FakeSession):
+    """An engine whose start takes a while, noting whether the journal's first snapshot was
+    taken by then; with `waits`, its start waits (10 s at most) for the snapshot instead; with
+    `fails`, it does not start."""
+
+    def __init__(self, turns: list[Any], taken: threading.Event, **how: bool) -> None:
+        super().__init__(turns)
+        self.taken, self.how = taken, how
+        self.taken_before_start: bool | None = None
+
+    async def start(self) -> None:
+        deadline = time.monotonic() + (10 if self.how.get("waits") else 0.3)
+        while not self.taken.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        self.taken_before_start = self.taken.is_set()
+        if self.how.get("fails"):
+            raise EngineError("the engine did not start")
+        await super().start()
+
+
+async def _run_noting_the_snapshot(
+    project: Path, monkeypatch: pytest.MonkeyPatch, run_id: str, **how: bool
+) -> tuple[Any, _SlowToStart]:
+    taken = threading.Event()
+    opened = RunJournal.open
+
+    def noted_open(*args: Any) -> RunJournal:
+        journal = opened(*args)
+        taken.set()
+        return journal
+
+    monkeypatch.setattr(RunJournal, "open", noted_open)
+    turns = [[reply(call("read", path=SKILL_MD)), said("Done.")], [said("-")]]
+    engine = _SlowToStart(turns, taken, **how)
+    plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url="http://127.0.0.1:9"),
+                    {"WIZARD_SANDBOX": "off"})  # fmt: skip
+    outcome = await run_program(plan, EventRecorder(), run_id=run_id, harness=PiHarness(engine))
+    return outcome, engine
+
+
+async def test_a_new_project_s_first_snapshot_waits_for_the_engine_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project the journal has never snapshotted has every file read and stored: that waits
+    until the engine has started (it would slow its start), and the first tool call waits for
+    it. A project snapshotted before is snapshotted at once, while the engine starts."""
+    (tmp_path / "app.py").write_text("x = 1\n")
+    outcome, engine = await _run_noting_the_snapshot(tmp_path, monkeypatch, "new")
+    assert engine.taken_before_start is False
+    (read,) = [e for e in engine.events if e["type"] == "tool_end"]
+    assert not read["isError"] and "name:" in read["result"]  # the skill, installed after it
+    record = Journal(tmp_path).get("new")
+    assert record is not None and record.status == outcome.status
+    # The next run finds the first one's snapshot: its own is taken while the engine starts.
+    _, engine = await _run_noting_the_snapshot(tmp_path, monkeypatch, "known", waits=True)
+    assert engine.taken_before_start is True
+
+
+async def test_a_new_project_whose_engine_does_not_start_is_still_snapshotted_and_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "app.py").write_text("x = 1\n")
+    outcome, engine = await _run_noting_the_snapshot(tmp_path, monkeypatch, "down", fails=True)
+    assert engine.taken_before_start is False
+    assert outcome.status == "failed" and "did not start" in (outcome.reason or "")
+    record = Journal(tmp_path).get("down")
+    assert record is not None and record.status == "failed"
+    # The skill, installed once the snapshot was taken, is the run's one change.
+    assert SKILL_MD in record.changed and all(
+        path.startswith(str(Path(SKILL_MD).parent)) for path in record.changed
+    )

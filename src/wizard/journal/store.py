@@ -521,6 +521,12 @@ class GitStore:
         """Where `blob` is, if the store holds it loose."""
         return self.git_dir / "objects" / blob[:2] / blob[2:]
 
+    def cached(self) -> bool:
+        """Whether a snapshot of the project left its stat cache (then the next reads only
+        what changed since; without one it reads and stores every file)."""
+        name = _cache_name(None)
+        return (self.state / name).exists() or (self.state / f"{name}.json").exists()
+
     def _load_cache(self, name: str) -> Mapping[str, str]:
         """A stat cache: each file's path, and its size, modification and change times
         (nanoseconds) and inode, then its blob, as one text (`size:mtime:ctime:inode:blob`),

@@ -80,6 +80,12 @@ class RunJournal:
             return cls(sink, warning=f"{NOT_JOURNALED} ({exc}).")
         return cls(sink, journal, record, _first=journal.store.last_walk)
 
+    @staticmethod
+    def reads_every_file(project: Path) -> bool:
+        """Whether the project's first snapshot reads and stores every file: no snapshot of
+        it was taken before (or the journal was removed since)."""
+        return not Journal(project).store.cached()
+
     @classmethod
     def open_preview(
         cls, project: Path, run_id: str, program_id: str, binding: Binding, sink: EventSink

@@ -182,9 +182,11 @@ class Run:
         run used so far, then passes on. The journal's first snapshot is taken while the
         sequence starts its engine (the skill's install, and every tool call, wait for it)."""
         plan = self.plan
-        opening = asyncio.ensure_future(self._journal(workspace, context.activity))
+        settled = asyncio.Event()
+        opening = asyncio.ensure_future(self._journal(workspace, context.activity, settled))
+        sequenced = replace(context, snapshot=opening, engine_settled=settled.set)
         try:
-            outcome = await _run_sequence(replace(context, snapshot=opening), harness)
+            outcome = await _run_sequence(sequenced, harness)
         except asyncio.CancelledError:
             journal = await opening  # a snapshot under way is finished, then recorded so
             journal.amend(journal.finish("cancelled"), usage=asdict(self.spend.total()))
@@ -214,10 +216,18 @@ class Run:
             outcome = replace(outcome, warnings=(*outcome.warnings, journal.warning))
         return outcome
 
-    async def _journal(self, workspace: Workspace, activity: ToolActivity | None) -> RunJournal:
+    async def _journal(
+        self, workspace: Workspace, activity: ToolActivity | None, settled: asyncio.Event
+    ) -> RunJournal:
         """The run's journal (a preview's was opened with its copy), watching the run's tool
-        calls; its first snapshot taken in a thread, whose events are said once it ends."""
+        calls; its first snapshot taken in a thread, whose events are said once it ends. A
+        project's first snapshot, which reads and stores every file, waits until the engine
+        has started (or the conversation ended without it: `RunContext.engine_settled`): it
+        would slow the engine's start (on the anthropic harness it shares Python's lock with
+        the SDK's import), and the engine's first request needs none of it."""
         if self.journal is None:
+            if RunJournal.reads_every_file(workspace.project):
+                await settled.wait()
             plan, said = self.plan, EventRecorder()
             self.journal = await asyncio.to_thread(
                 RunJournal.open, workspace.project, self.run_id, plan.program.id, plan.binding, said

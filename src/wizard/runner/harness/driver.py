@@ -117,6 +117,7 @@ async def drive(
             watchdog.pid = lambda: session.pid
             try:
                 await session.start()
+                inputs.engine_settled()
                 inputs.sink(LogLine(f"the {engine} engine is ready", "debug"))
                 session.subscribe(RunListener(run.latch, run.output))
                 session.subscribe(watchdog)

@@ -172,6 +172,9 @@ class RunInputs:
     # (`sequence.context.with_skill`); True once made, False when they failed (then no tool
     # runs). None: nothing to wait for.
     tools_ready: asyncio.Future[bool] | None = field(default=None, repr=False)
+    # Told each time a session's engine has started, before its first prompt (the journal's
+    # first snapshot of a project new to it waits for it: `Run._journal`).
+    engine_settled: Callable[[], None] = field(default=lambda: None, repr=False)
 
 
 @dataclass(frozen=True)

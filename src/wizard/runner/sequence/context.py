@@ -43,6 +43,7 @@ class RunSettings(TypedDict):
     code_paths: tuple[str, ...]
     detect_skill_aborts: bool
     activity: ToolActivity | None
+    engine_settled: Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,9 @@ class RunContext:
     # The journal's first snapshot, taken while the engine starts (`Run`): the skill's install,
     # the run's first change, waits for it. None: nothing to wait for.
     snapshot: asyncio.Future[Any] | None = field(default=None, repr=False)
+    # Told each time a session's engine has started (`RunInputs.engine_settled`), and when the
+    # conversation has ended (no engine of it starts any more: `with_skill`).
+    engine_settled: Callable[[], None] = field(default=lambda: None, repr=False)
 
     def run_settings(self) -> RunSettings:
         """The `RunInputs` fields every harness run of this program shares."""
@@ -103,6 +107,7 @@ class RunContext:
             code_paths=self.program.written_files,
             detect_skill_aborts=bool(self.program.abort_cases),
             activity=self.activity,
+            engine_settled=self.engine_settled,
         )
 
     def outcome(
@@ -140,6 +145,7 @@ async def with_skill(
     installing = asyncio.ensure_future(install_program_skill(ctx))
     installing.add_done_callback(lambda done: ready.set_result(_installed(done)))
     talking = asyncio.ensure_future(conversation(ready))
+    talking.add_done_callback(lambda _: ctx.engine_settled())
     try:
         if isinstance(install := await installing, Outcome):
             return install
