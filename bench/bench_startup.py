@@ -26,6 +26,9 @@ Side by side in one run, for each project size and harness (runs interleaved, me
   runs above find their journal's stat cache warm);
 - exit: the scripted reply is `[ABORT] bench stop`; from the gateway's last byte of it to the
   wizard process's exit;
+- exit of a success: a run that writes one file and says it is done, with `--no-verify`;
+  from the gateway's last byte (of its remark's reply) to the exit
+  (`succeeded_last_byte_to_exit`);
 - exit after work: the same from the abort that ends the sandboxed tool runs below (a
   sandbox made ahead for the next command stands then, and goes at the exit), with replies at
   once and with the model thinking (`exit_after_work`, `exit_after_work_thinking`);
@@ -91,6 +94,7 @@ TOOL_CALLS = 5
 STANDING = 2
 MODEL = "claude-sonnet-4-6"
 TOOL_NAME = {"pi": "bash", "anthropic": "mcp__wizard__bash"}
+WRITE_NAME = {"pi": "write", "anthropic": "mcp__wizard__write"}
 
 
 def make_project(root: Path, files: int) -> Path:
@@ -281,6 +285,21 @@ def start_and_exit(harness: str, project: Path, folder: Path, src: Path | None
     }
 
 
+def succeeded_exit(harness: str, project: Path, folder: Path, src: Path | None) -> float:
+    """Last reply byte → exit, in seconds, of a run that succeeds with `--no-verify`: it
+    writes one file (removed after, so that every run finds the same project), then ends."""
+    note = project / "bench-note.txt"
+    responses = [reply(call(WRITE_NAME[harness], path=note.name, content="x\n")),
+                 said("Done."), said("Nothing to add.")]  # fmt: skip
+    try:
+        _, records, exited, code = wizard_run(harness, project, folder, responses, "--no-verify",
+                                              src=src)  # fmt: skip
+    finally:
+        note.unlink(missing_ok=True)
+    assert code == 0 and len(records) >= 2, (code, records)
+    return exited - records[-1]["ended_at"]
+
+
 def _state(src: Path | None, folder: Path) -> Path:
     """The state folder a build's runs keep (the other tree's of `--before`: its own)."""
     return folder.parent / "state-before" if src is not None else state_root()
@@ -325,6 +344,8 @@ def measure(harness: str, project: Path, folder: Path, src: Path | None, think_m
         figures = {key: value * 1000 for key, value in
                    start_and_exit(harness, project, folder, src).items()}  # fmt: skip
         figures["first_run_to_first_request"] = first_run(harness, project, folder, src) * 1000
+        figures["succeeded_last_byte_to_exit"] = succeeded_exit(harness, project, folder,
+                                                                src) * 1000  # fmt: skip
     if think_ms is None:
         return figures
     for think, suffix in ((0, ""), (think_ms, "_thinking")):
@@ -341,8 +362,9 @@ def summary(runs: list[dict[str, float]], floors: dict[str, float]) -> dict[str,
     """Medians over the runs (and the slowest exit), with what they add to the floors and to a
     plain command."""
     figures = {key: round(statistics.median(run[key] for run in runs), 1) for key in runs[0]}
-    if "last_byte_to_exit" in figures:
-        figures["last_byte_to_exit_worst"] = max(round(run["last_byte_to_exit"], 1) for run in runs)
+    for exit_ in ("last_byte_to_exit", "succeeded_last_byte_to_exit"):
+        if exit_ in figures:
+            figures[f"{exit_}_worst"] = max(round(run[exit_], 1) for run in runs)
     # engine_floor; sdk_floor for anthropic; engine_floor_bare for pi, where the user has
     # NODE_EXTRA_CA_CERTS
     for name, floor_ms in floors.items():
