@@ -199,3 +199,20 @@ async def test_a_new_project_whose_engine_does_not_start_is_still_snapshotted_an
     assert SKILL_MD in record.changed and all(
         path.startswith(str(Path(SKILL_MD).parent)) for path in record.changed
     )
+
+
+async def test_a_new_project_whose_sequence_fails_before_its_conversation_is_still_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: Any) -> Any:
+        raise RuntimeError("the sequence broke before its conversation")
+
+    monkeypatch.setattr("wizard.runner.run.run_linear", broken)
+    (tmp_path / "app.py").write_text("x = 1\n")
+    plan, engine = _run(tmp_path, [])
+    outcome = await asyncio.wait_for(
+        run_program(plan, EventRecorder(), run_id="broke", harness=PiHarness(engine)), 30
+    )
+    assert outcome.status == "failed" and not engine.started
+    record = Journal(tmp_path).get("broke")
+    assert record is not None and record.status == "failed" and record.changed == []

@@ -188,9 +188,11 @@ class Run:
         try:
             outcome = await _run_sequence(sequenced, harness)
         except asyncio.CancelledError:
+            settled.set()  # cut before its conversation began: no engine will start
             journal = await opening  # a snapshot under way is finished, then recorded so
             journal.amend(journal.finish("cancelled"), usage=asdict(self.spend.total()))
             raise
+        settled.set()  # as above, a sequence that ended before its conversation
         journal = await opening
         record = journal.finish(outcome.status, outcome.error_type)
         try:
