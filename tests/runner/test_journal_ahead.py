@@ -353,6 +353,32 @@ def test_a_close_waits_for_listings_the_thread_is_taking() -> None:
     assert takers[0] is not threading.current_thread() and len(takers) == 1
 
 
+def test_a_run_ending_while_its_walk_is_taken_keeps_that_walk() -> None:
+    """The run ends (its closing walk asked for at once) while the thread takes the walk for
+    the same last call: that walk is the closing one, neither thrown away nor taken again
+    (traced at 100,000 files: the close walked the project a third time, 0.6 s)."""
+    release = threading.Event()
+    takers: list[threading.Thread] = []
+
+    def take(stop: Callable[[], bool]) -> Listed:
+        takers.append(threading.current_thread())
+        release.wait(5)
+        if stop():
+            raise ListingStopped("node_modules")
+        return {"node_modules": ("digest", {})}
+
+    ahead = _Ahead(take, pause=0)
+    ahead.want(1)
+    while not takers:
+        time.sleep(0.01)
+    ahead.want(1, at_once=True)
+    threading.Timer(0.1, release.set).start()
+    assert ahead.taken(1) == {"node_modules": ("digest", {})}
+    assert len(takers) == 1
+    ahead.want(1, at_once=True)  # taken already
+    assert len(takers) == 1
+
+
 def test_a_call_let_through_stops_the_listings_being_taken() -> None:
     started, gave_up = threading.Event(), threading.Event()
 

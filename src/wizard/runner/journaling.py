@@ -239,17 +239,22 @@ class _Ahead:
         self._changed = threading.Condition()
         self._asked: int | None = None
         self._asks = 0  # each ask, and each stop, makes the one in hand stale
-        self._taking: int | None = None
+        self._taking: tuple[int, int] | None = None  # the mark and ask of the walk under way
         self._taken: tuple[int, Walked] | None = None
         self._thread: threading.Thread | None = None
 
     def want(self, mark: int, *, at_once: bool = False) -> None:
         """Walk the project for `mark`; `at_once`: the run is ending, so without the pause,
-        in a thread of its own at the run's priority (its close will wait for it)."""
+        in a thread of its own at the run's priority (its close will wait for it), unless
+        that walk is under way or taken already."""
         with self._changed:
+            if at_once and any(held is not None and held[0] == mark
+                               for held in (self._taking, self._taken)):  # fmt: skip
+                return
             self._asks += 1
             if at_once:
-                self._asked, self._taking, ask = None, mark, self._asks
+                ask = self._asks
+                self._asked, self._taking = None, (mark, ask)
                 threading.Thread(target=self._take_now, args=(mark, ask), name="journal-close",
                                  daemon=True).start()  # fmt: skip
                 return
@@ -279,13 +284,13 @@ class _Ahead:
                 if self._asked is None:
                     continue
                 mark, ask = self._asked, self._asks
-                self._taking, self._asked = mark, None
+                self._taking, self._asked = (mark, ask), None
             self._take_now(mark, ask)
 
     def _take_now(self, mark: int, ask: int) -> None:
         self._walked(mark, ask)
         with self._changed:
-            if self._taking == mark:
+            if self._taking == (mark, ask):  # not a newer walk's, of the same mark
                 self._taking = None
             self._changed.notify_all()
 
@@ -315,7 +320,7 @@ class _Ahead:
                 while True:
                     if self._taken is not None and self._taken[0] == mark:
                         return self._taken[1]
-                    if mark != self._taking:
+                    if self._taking is None or self._taking[0] != mark:
                         return None
                     self._changed.wait()
         return self._walked(mark, ask)
