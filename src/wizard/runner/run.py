@@ -180,7 +180,8 @@ class Run:
     async def _work(self, harness: Harness, context: RunContext, workspace: Workspace) -> Outcome:
         """The sequence, journaled, then verified; a cancellation is recorded with what the
         run used so far, then passes on. The journal's first snapshot is taken while the
-        sequence starts its engine (the skill's install, and every tool call, wait for it)."""
+        sequence starts its engine (a new project's once it has started: `_journal`; the
+        skill's install, and every tool call, wait for it)."""
         plan = self.plan
         settled = asyncio.Event()
         opening = asyncio.ensure_future(self._journal(workspace, context.activity, settled))
