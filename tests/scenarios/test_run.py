@@ -158,7 +158,10 @@ def test_ctrl_c_ends_the_run_cleanly(tmp_path: Path, gateway_process: Any) -> No
         while not (log.exists() and log.read_text()) and not pi_processes_in(project):
             assert time.monotonic() < deadline, "the run never reached the gateway"
             time.sleep(0.1)
-        while not log.exists() or not _streaming(tmp_path):
+        # The skill, whose undo is checked below, is installed after the project's first
+        # snapshot, which a new project's run takes once its engine has started.
+        skill = project / ".claude/skills/transactional-email/SKILL.md"
+        while not log.exists() or not _streaming(tmp_path) or not skill.exists():
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
