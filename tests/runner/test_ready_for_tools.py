@@ -133,23 +133,30 @@ class _SlowToStart(FakeSession):
     taken by then; with `waits`, its start waits (10 s at most) for the snapshot instead; with
     `fails`, it does not start."""
 
-    def __init__(self, turns: list[Any], taken: threading.Event, **how: bool) -> None:
+    def __init__(
+        self, turns: list[Any], taken: threading.Event, *, waits: bool, fails: bool
+    ) -> None:
         super().__init__(turns)
-        self.taken, self.how = taken, how
+        self.taken, self.waits, self.fails = taken, waits, fails
         self.taken_before_start: bool | None = None
 
     async def start(self) -> None:
-        deadline = time.monotonic() + (10 if self.how.get("waits") else 0.3)
+        deadline = time.monotonic() + (10 if self.waits else 0.3)
         while not self.taken.is_set() and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         self.taken_before_start = self.taken.is_set()
-        if self.how.get("fails"):
+        if self.fails:
             raise EngineError("the engine did not start")
         await super().start()
 
 
 async def _run_noting_the_snapshot(
-    project: Path, monkeypatch: pytest.MonkeyPatch, run_id: str, **how: bool
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_id: str,
+    *,
+    waits: bool = False,
+    fails: bool = False,
 ) -> tuple[Any, _SlowToStart]:
     taken = threading.Event()
     opened = RunJournal.open
@@ -161,7 +168,7 @@ async def _run_noting_the_snapshot(
 
     monkeypatch.setattr(RunJournal, "open", noted_open)
     turns = [[reply(call("read", path=SKILL_MD)), said("Done.")], [said("-")]]
-    engine = _SlowToStart(turns, taken, **how)
+    engine = _SlowToStart(turns, taken, waits=waits, fails=fails)
     plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url="http://127.0.0.1:9"),
                     {"WIZARD_SANDBOX": "off"})  # fmt: skip
     outcome = await run_program(plan, EventRecorder(), run_id=run_id, harness=PiHarness(engine))
