@@ -1,5 +1,6 @@
 """Scripted tool calls that set a program up for real, the smallest way, so that a test of
-something else (undo, preview, the sandbox) runs to a success its proofs accept."""
+something else (undo, preview, the sandbox) runs to a success its proofs accept, and the
+smallest app each program fits."""
 
 from __future__ import annotations
 
@@ -9,30 +10,46 @@ from pathlib import Path
 
 from wizard.testing.script import Block, call
 
+MAILER = """import smtplib
+from email.message import EmailMessage
+
+
+def send_welcome(to):
+    message = EmailMessage()
+    message["To"], message["Subject"] = to, "Welcome"
+    with smtplib.SMTP("localhost") as smtp:
+        smtp.send_message(message)
+"""
 SENDER = """import json
-import subprocess
-from pathlib import Path
 import os
 import urllib.request
 
 
-def send_email(to):
+def send_welcome(to):
     request = urllib.request.Request(
         os.environ["EMAIL_API_HOST"] + "/api/email/send",
-        data=json.dumps({"to": to, "subject": "Hello"}).encode(),
+        data=json.dumps({"to": to, "subject": "Welcome"}).encode(),
         headers={"Authorization": "Bearer " + os.environ["POSTHOG_EMAIL_API_KEY"]},
     )
     urllib.request.urlopen(request, timeout=10).read()
 """
+ENTRY = {"module": "mailer", "function": "send_welcome", "args": ["{recipient}"]}
+
+
+def email_app(project: Path) -> Path:
+    """`project` made an app that sends email over SMTP (`mailer.py`): one the
+    transactional-email program fits."""
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "mailer.py").write_text(MAILER)
+    return project
 
 
 def email_sent() -> list[Block]:
-    """transactional-email, set up: a sender that posts to the email API's host from the
-    environment with the key from it, and the entry wizard's probe calls."""
-    entry = {"module": "wizard_test_sender", "function": "send_email", "args": ["{recipient}"]}
+    """transactional-email, set up on an `email_app`: its mailer moved onto the email API
+    (the host and the key from the environment), and the entry wizard's probe calls."""
     return [
-        call("write", path="wizard_test_sender.py", content=SENDER),
-        call("write", path=".posthog/email-probe.json", content=json.dumps(entry)),
+        call("write", path="mailer.py", content=SENDER),
+        call("write", path=".posthog/email-probe.json", content=json.dumps(ENTRY)),
     ]
 
 

@@ -139,7 +139,7 @@ Event = (
 EventSink = Callable[[Event], None]
 # The version of what wizard writes for machines (`--ci` lines, the outcome): fields are only
 # added within a major version (`wizard.schemas`).
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 def iso_now() -> str:

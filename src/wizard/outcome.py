@@ -15,7 +15,9 @@ from typing import Any, Literal
 from wizard.events import SCHEMA_VERSION
 from wizard.signals import AbortSource
 
-OutcomeStatus = Literal["succeeded", "unverified", "aborted", "failed", "cancelled", "usage_error"]
+OutcomeStatus = Literal[
+    "succeeded", "unverified", "aborted", "failed", "cancelled", "usage_error", "not_applicable"
+]
 OutroKind = Literal["success", "error", "cancel"]
 
 
@@ -243,6 +245,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_ABORTED = 3
 EXIT_UNVERIFIED = 4
+EXIT_NOT_APPLICABLE = 5
 EXIT_CANCELLED = 130
 
 _EXIT_CODES: dict[OutcomeStatus, int] = {
@@ -252,12 +255,14 @@ _EXIT_CODES: dict[OutcomeStatus, int] = {
     "aborted": EXIT_ABORTED,
     "cancelled": EXIT_CANCELLED,
     "usage_error": EXIT_USAGE,
+    "not_applicable": EXIT_NOT_APPLICABLE,
 }
 
 
 def exit_code(outcome: Outcome) -> int:
-    """The process exit code for `outcome`: 0, 1, 2, 3, 4, or 128 + the signal that interrupted
-    it, as shells expect (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    """The process exit code for `outcome`: 0, 1, 2, 3, 4, 5 (the program does not fit the
+    project), or 128 + the signal that interrupted it, as shells expect (130 for Ctrl-C, 143
+    for SIGTERM, 129 for SIGHUP)."""
     if outcome.status == "cancelled" and outcome.signal is not None:
         return 128 + outcome.signal
     return _EXIT_CODES[outcome.status]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integrations import email_sent
+from tests.integrations import email_app, email_sent
 from wizard.events import EventRecorder, LogLine
 from wizard.journal import Journal
 from wizard.outcome import Outcome
@@ -25,6 +25,7 @@ TURNS = [
 
 
 async def _run(project: Path, recorder: EventRecorder) -> Outcome:
+    email_app(project)
     flags = RunFlags(project=project, gateway_url="http://127.0.0.1:9")
     plan = plan_run(get_program("transactional-email"), flags, {})
     harness = PiHarness(session_factory=FakeSession(TURNS))
@@ -40,8 +41,7 @@ async def test_a_run_is_journaled(tmp_path: Path) -> None:
     # The skill wizard installed, and the file the agent wrote with wizard's write tool.
     assert record.changed == [".claude/skills/transactional-email/.wizard-skill",
                               ".claude/skills/transactional-email/SKILL.md",
-                              ".posthog/email-probe.json", "a.txt",
-                              "wizard_test_sender.py"]  # fmt: skip
+                              ".posthog/email-probe.json", "a.txt", "mailer.py"]  # fmt: skip
 
 
 async def test_without_git_the_run_goes_on_and_says_undo_is_off(

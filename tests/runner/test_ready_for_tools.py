@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_app
 from wizard.errors import EngineError
 from wizard.events import EventRecorder
 from wizard.journal import Journal
@@ -55,6 +56,7 @@ class _AfterThePrompt:
 
 
 def _run(project: Path, turns: list[Any], *, fails: bool = False) -> tuple[Any, FakeSession]:
+    email_app(project)
     engine = FakeSession(turns)
     plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url="http://127.0.0.1:9"),
                     {"WIZARD_SANDBOX": "off"})  # fmt: skip
@@ -167,6 +169,7 @@ async def _run_noting_the_snapshot(
         return journal
 
     monkeypatch.setattr(RunJournal, "open", noted_open)
+    email_app(project)
     turns = [[reply(call("read", path=SKILL_MD)), said("Done.")], [said("-")]]
     engine = _SlowToStart(turns, taken, waits=waits, fails=fails)
     plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url="http://127.0.0.1:9"),

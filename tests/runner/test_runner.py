@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_app
 from wizard.events import EventRecorder, RunStarted
 from wizard.outcome import Outcome
 from wizard.programs import get_program
@@ -28,6 +29,7 @@ def _plan(project: Path, program: str | ProgramConfig = "transactional-email",
 
 
 async def test_a_run_says_what_it_uses_before_the_agent_starts(tmp_path: Path) -> None:
+    email_app(tmp_path)
     recorder = EventRecorder()
     turns = [[reply(call("write", path="a.txt", content="x")), said("Done.")], [said("-")]]
     harness = PiHarness(session_factory=FakeSession(turns))
@@ -46,6 +48,7 @@ async def test_a_run_says_what_it_uses_before_the_agent_starts(tmp_path: Path) -
 
 
 async def _broken_run(tmp_path: Path, **flags: Any) -> Outcome:
+    email_app(tmp_path)
     (tmp_path / "app.py").write_text("x = 1\n")
     turns = [
         [reply(call("write", path="app.py", content="def f(:\n")), said("All done.")],
@@ -62,7 +65,7 @@ async def test_a_run_that_breaks_the_app_is_unverified_never_succeeded(tmp_path:
 
     outcome = await _broken_run(tmp_path)
     assert (outcome.status, exit_code(outcome)) == ("unverified", 4)
-    assert outcome.reason == "app.py compiles failed"
+    assert outcome.reason is not None and outcome.reason.startswith("app.py compiles failed; ")
     assert outcome.outro is not None and "app.py" in (outcome.outro.body or "")
     record = Journal(tmp_path).get("broken-run")
     assert record is not None and record.status == "unverified"  # `wizard runs` says so
@@ -76,33 +79,51 @@ async def test_no_verify_skips_the_checks_and_says_so(tmp_path: Path) -> None:
     assert any(warning.startswith("Not verified (--no-verify)") for warning in outcome.warnings)
 
 
-@pytest.mark.parametrize("written", ["valid", "invalid", "missing"])
+@pytest.mark.parametrize("written", ["valid", "invalid", "missing", "not asked"])
 async def test_a_programs_own_check_and_proof_are_what_its_skill_must_leave(
     tmp_path: Path, written: str
 ) -> None:
     """self-driving's skill must write `.posthog/self-driving.json`, valid against the
-    program's schema: a run that says it is done without it, or with goals that do not
-    validate, is not a success."""
+    program's schema, with the goals the user gave and the project's repository: a run that
+    says it is done without it, with goals that do not validate, or with goals it never asked
+    for, is not a success."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin",
+                    "git@github.com:acme/app.git"], check=True)  # fmt: skip
     content = '{"goals": ["Grow signups"], "repository": "github.com/acme/app"}'
     if written == "invalid":
         content = '{"goals": []}'
+    asked = call("wizard_ask", questions=["Which product goals?"])
     config = call("write", path=".posthog/self-driving.json", content=content)
-    work = [reply(config)] if written != "missing" else [reply(call("read", path="README.md"))]
+    work = [reply(asked), reply(config)] if written != "not asked" else [reply(config)]
+    if written == "missing":
+        work = [reply(call("read", path="README.md"))]
     (tmp_path / "README.md").write_text("# app\n")
     turns = [[*work, said("Done.")], [said("-")]]
     harness = PiHarness(session_factory=FakeSession(turns))
-    outcome = await run_program(_plan(tmp_path, "self-driving"), EventRecorder(), harness=harness)
+
+    async def answer(questions: list[str]) -> list[str]:
+        return ["Grow signups this quarter"]
+
+    outcome = await run_program(_plan(tmp_path, "self-driving"), EventRecorder(), ask=answer,
+                                harness=harness)  # fmt: skip
     assert outcome.verification is not None
     (check,) = [c for c in outcome.verification.checks if c.name.endswith("json exists")]
     (proof,) = outcome.verification.proofs
-    assert (proof.name, proof.kind) == ("the goals are valid", "static")
+    assert proof.kind == "static"
     if written == "valid":
         assert (outcome.status, check.status, proof.status) == ("succeeded", "passed", "proven")
         assert outcome.outro is not None and outcome.outro.message.endswith(", and proven")
+        assert "goals are what the user answered" in proof.evidence
     elif written == "invalid":
         assert (outcome.status, check.status, proof.status) == ("unverified", "passed", "failed")
         assert "'repository' is a required property" in proof.reason
         assert outcome.outro is not None and "not proven" in outcome.outro.message
+    elif written == "not asked":
+        assert (outcome.status, proof.status) == ("unverified", "failed")
+        assert "the goals were never asked for" in proof.reason
     else:
         assert (outcome.status, check.status, check.before) == ("unverified", "failed", None)
         assert outcome.reason is not None
@@ -122,28 +143,37 @@ async def test_a_bad_journal_setting_is_refused_before_anything_starts(
     assert list(tmp_path.iterdir()) == []  # nothing was touched
 
 
-@pytest.mark.parametrize("program", ["transactional-email", "skill"])
+@pytest.mark.parametrize("program", ["revenue-analytics", "transactional-email", "skill"])
 async def test_a_run_that_changed_no_app_file_and_proved_nothing_is_never_set_up(
     tmp_path: Path, program: str
 ) -> None:
     """The agent looked around, said it was done, and changed nothing but the skill wizard
-    installed: that is no setup (exit 4), though no proof failed (without the sandbox the
-    send probe does not run). `wizard skill` runs a skill that may only read."""
+    installed: that is no setup (exit 4), though no proof failed (the app's Stripe call
+    passes metadata the proof cannot follow: "cannot tell"), and a send path never recorded
+    is not proven. `wizard skill` runs a skill that may only read."""
     from wizard.programs import skill_program
 
-    (tmp_path / "README.md").write_text("# app\n")
+    email_app(tmp_path)
+    (tmp_path / "billing.py").write_text(
+        "import stripe\n\n\ndef subscribe(user):\n"
+        "    return stripe.Customer.create(metadata=metadata_for(user))\n"
+    )
     config = get_program(program) if program != "skill" else skill_program("transactional-email")
-    turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
+    turns = [[reply(call("read", path="mailer.py")), said("Done.")], [said("-")]]
     harness = PiHarness(session_factory=FakeSession(turns))
     outcome = await run_program(_plan(tmp_path, config), EventRecorder(), harness=harness)
     if program == "skill":
         assert outcome.status == "succeeded"
         return
-    assert (outcome.status, outcome.reason) == (
-        "unverified",
-        "the run changed no app file, and nothing proved the integration works",
-    )
-    assert outcome.outro is not None and outcome.outro.message.endswith("nothing was set up")
+    assert outcome.status == "unverified"
+    assert outcome.outro is not None
+    if program == "transactional-email":
+        assert outcome.reason == ("one send reaches the email API was not proven: the skill "
+                                  "recorded no entry to call (.posthog/email-probe.json is "
+                                  "missing)")  # fmt: skip
+        return
+    assert outcome.reason == "the run changed no app file, and nothing proved the integration works"
+    assert outcome.outro.message.endswith("nothing was set up")
     assert "set up" not in outcome.outro.message.replace("nothing was set up", "")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_app
 from tests.scenarios.conftest import gateway_process
 from wizard.engines.bundle import check_unchanged, pi_prefix
 from wizard.testing.cli import run_wizard, wizard_env
@@ -35,7 +36,7 @@ def test_a_planted_wizard_package_in_the_current_folder_never_runs(
         if package.is_relative_to(project / "wizard"):
             (package / "__init__.py").write_text(code)
     (planted / "early.py").write_text(code)
-    (project / "app.py").write_text("print('hi')\n")
+    email_app(project)
     script = Path(sys.executable).with_name("wizard")  # the console script, as users run it
     env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9")
     command = [str(script), "run", "transactional-email", "--project", "."]
@@ -80,7 +81,7 @@ def _recorded_copy(
     check_unchanged(copy)
     project = outside_temp / "project"
     project.mkdir()
-    (project / "app.py").write_text("print('hi')\n")
+    email_app(project)
     return engines, state, copy, project
 
 

@@ -178,11 +178,13 @@ def worker_queue(root: Path) -> str:
 
 def run_result(outcome: dict[str, Any], seconds: float) -> RunResult:
     """How a run ended, from its outcome (`Outcome.to_dict`): its row says proven or set up
-    (succeeded), aborted, unverified, or failed (any other ending, a refused run included)."""
+    (succeeded), aborted, not applicable (the program does not fit the repository),
+    unverified, or failed (any other ending, a refused run included)."""
     status = outcome.get("status", "failed")
     proofs = tuple(f"{p['name']}: {p['status']}"
                    for p in (outcome.get("verification") or {}).get("proofs") or ())  # fmt: skip
-    ended = status if status in ("aborted", "unverified") else "failed"
+    ended = {"aborted": "aborted", "unverified": "unverified",
+             "not_applicable": "not applicable"}.get(status, "failed")  # fmt: skip
     if status == "succeeded":
         ended = "proven" if proofs and all(p.endswith(": proven") for p in proofs) else "set up"
     usage = outcome.get("usage") or {}

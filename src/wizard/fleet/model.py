@@ -11,17 +11,18 @@ from typing import Any, Literal
 
 # What a repository's row says, in the burndown's order.
 RowStatus = Literal[
-    "queued", "running", "proven", "set up", "aborted", "unverified", "failed", "skipped",
-    "cancelled",
+    "queued", "running", "proven", "set up", "aborted", "not applicable", "unverified", "failed",
+    "skipped", "cancelled",
 ]  # fmt: skip
-FINISHED: frozenset[str] = frozenset(
-    {"proven", "set up", "aborted", "unverified", "failed", "skipped", "cancelled"}
-)
+FINISHED: frozenset[str] = frozenset({
+    "proven", "set up", "aborted", "not applicable", "unverified", "failed", "skipped",
+    "cancelled",
+})  # fmt: skip
 SUCCEEDED: frozenset[str] = frozenset({"proven", "set up"})
 TASK_QUEUE = "wizard-fleet"
 # The burndown's JSON (`wizard fleet status --json`; `wizard schema fleet`): fields are only
 # added within a major version, as the outcome's.
-FLEET_SCHEMA_VERSION = "1.0"
+FLEET_SCHEMA_VERSION = "1.1"
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,19 @@ class Journal:
         paths |= set(then.repos_added) - set(first.repos_added)
         return sorted(paths)
 
+    def contents_before(
+        self, record: RunRecord, since: RunRecord | None = None
+    ) -> dict[str, bytes | None]:
+        """Each file a finished run changed, with its content before the run (before `since`,
+        an earlier run it carried on); None for one the run added. A link's content is its
+        target's name."""
+        if record.after is None:
+            return {}
+        changes = self.store.changes((since or record).before, record.after)
+        stored = self.store.blobs(c.old_blob for c in changes if c.status != "A")
+        return {c.path: None if c.status == "A" else stored.get(c.old_blob, b"")
+                for c in changes}  # fmt: skip
+
     def edits(self, record: RunRecord) -> Edits | None:
         """What a finished run did to the project's files; None if it has no after-state."""
         if record.after is None:

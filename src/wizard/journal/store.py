@@ -607,6 +607,24 @@ class GitStore:
             )
         return changes
 
+    def blobs(self, names: Iterable[str]) -> dict[str, bytes]:
+        """The content of each blob named (one `git cat-file --batch` for all of them)."""
+        wanted = list(dict.fromkeys(names))
+        if not wanted:
+            return {}
+        out = self._git("cat-file", "--batch", stdin="".join(f"{n}\n" for n in wanted).encode())
+        found, at = {}, 0
+        for name in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) < 3 or header[1] != b"blob":  # missing: "<name> missing"
+                continue
+            size = int(header[2])
+            found[name] = out[at : at + size]
+            at += size + 1
+        return found
+
     def patch(self, old: str, new: str, paths: list[str] | None = None) -> str:
         """The unified diff from tree `old` to tree `new` (of only `paths`, when given)."""
         options = ("-p", "-r", "--binary", "--no-color", "--no-renames", "--no-textconv",

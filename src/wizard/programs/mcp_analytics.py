@@ -1,6 +1,13 @@
 """MCP analytics: capture the tool calls of an MCP server the project builds."""
 
-from wizard.programs.types import AbortCase, McpProof, Orchestration, ProgramConfig, TaskType
+from wizard.programs.types import (
+    AbortCase,
+    Fit,
+    McpProof,
+    Orchestration,
+    ProgramConfig,
+    TaskType,
+)
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -45,6 +52,21 @@ MCP_ANALYTICS = ProgramConfig(
             key_variable="POSTHOG_API_KEY",
             host_variable="POSTHOG_HOST",
         ),
+    ),
+    fits=Fit(
+        languages=("python", "javascript"),
+        signals=(
+            "modelcontextprotocol",
+            "fastmcp",
+            "mcp.server",
+            "mcp[",
+            '"mcp"',
+            "mcp>",
+            "mcp=",
+            "mcpserver",
+        ),
+        lacking="the project builds no MCP server (no MCP SDK in its code or manifests)",
+        found="the project builds an MCP server",
     ),
     abort_cases=(
         AbortCase(

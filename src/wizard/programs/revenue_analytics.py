@@ -3,6 +3,7 @@
 from wizard.programs.types import (
     AbortCase,
     CallSiteProof,
+    Fit,
     Orchestration,
     ProgramConfig,
     TaskType,
@@ -66,7 +67,14 @@ REVENUE_ANALYTICS = ProgramConfig(
             calls=STRIPE_CALLS,
             argument="metadata",
             key="posthog_person_distinct_id",
+            followed_by=("Customer.modify", "customers.update"),
         ),
+    ),
+    fits=Fit(
+        languages=("python", "javascript"),
+        signals=("stripe",),
+        lacking="nothing here uses Stripe",
+        found="Stripe is used here",
     ),
     disallowed_tools=("wizard_ask",),
     orchestration=PLAN,

@@ -57,7 +57,15 @@ SELF_DRIVING = ProgramConfig(
     orchestration=PLAN,
     # What its skill must leave: checked before the run is called a success.
     checks=(ProgramCheck("file_exists", ".posthog/self-driving.json"),),
-    proofs=(ConfigProof("the goals are valid", ".posthog/self-driving.json", GOALS_SCHEMA),),
+    proofs=(
+        ConfigProof(
+            "the goals are the user's, for the project's repository",
+            ".posthog/self-driving.json",
+            GOALS_SCHEMA,
+            answered=("goals",),
+            remote="repository",
+        ),
+    ),
     abort_cases=(
         AbortCase(
             match=r"^self-driving is not available for this project$",

@@ -1,9 +1,64 @@
 """Transactional email: send email from the project's code through the PostHog email API."""
 
-from wizard.programs.types import AbortCase, Orchestration, ProgramConfig, SendProof, TaskType
+from wizard.programs.types import (
+    AbortCase,
+    CallPattern,
+    Fit,
+    Orchestration,
+    ProgramConfig,
+    SendProof,
+    TaskType,
+)
 
 # Where the skill records the send path wizard calls to prove a send reaches the API.
 ENTRY_FILE = ".posthog/email-probe.json"
+
+# How apps send email without the API: none of these calls may be left once the program ran.
+EMAIL_SENDS = (
+    CallPattern(("SMTP", "SMTP_SSL", "LMTP", "sendmail", "send_message"), ("smtplib",)),
+    CallPattern(("send", "send_message"), ("flask_mail", "flask_mailman")),
+    CallPattern(
+        ("send_mail", "send_mass_mail", "mail_admins", "mail_managers", "send"),
+        ("django.core.mail",),
+    ),
+    CallPattern(
+        ("send", "send_email"),
+        ("sendgrid", "yagmail", "postmarker", "resend", "mailjet_rest", "mailchimp_transactional"),
+    ),
+    CallPattern(("createTransport", "sendMail"), ("nodemailer",)),
+    CallPattern(("send", "sendMultiple"), ("@sendgrid/mail",)),
+    CallPattern(
+        ("send", "sendEmail", "sendEmailWithTemplate"),
+        ("resend", "postmark", "@aws-sdk/client-ses", "@aws-sdk/client-sesv2"),
+    ),
+)
+
+# What a project must show before the agent looks: code that sends email.
+EMAIL_FIT = Fit(
+    languages=("python", "javascript"),
+    signals=(
+        "smtp",
+        "mailer",
+        "sendmail",
+        "send_mail",
+        "sendemail",
+        "send_email",
+        "nodemailer",
+        "flask_mail",
+        "flask-mail",
+        "django.core.mail",
+        "sendgrid",
+        "postmark",
+        "mailgun",
+        "resend",
+        "client-ses",
+        "mail.send",
+        "mail_send",
+        "email.send",
+    ),
+    lacking="no code here sends email (nothing names SMTP, a mailer or an email service)",
+    found="the code sends email",
+)
 
 PLAN = Orchestration(
     seed_instructions=(
@@ -55,8 +110,10 @@ TRANSACTIONAL_EMAIL = ProgramConfig(
             path="/api/email/send",
             key_variable="POSTHOG_EMAIL_API_KEY",
             host_variable="EMAIL_API_HOST",
+            replaces=EMAIL_SENDS,
         ),
     ),
+    fits=EMAIL_FIT,
     orchestration=PLAN,
     abort_cases=(
         AbortCase(

@@ -42,19 +42,25 @@ class ProgramCheck:
 class CallSiteProof:
     """Static: every call whose callee ends with one of `calls` (an attribute chain such as
     `checkout.Session.create`) passes `argument` (a keyword in Python, a property of an object
-    argument in JavaScript) holding the key `key`; and there is at least one such call."""
+    argument in JavaScript, or inside `params`) holding the key `key`, whose value comes from
+    the app (the request, a parameter, a field the app sets: never a constant, nor a field
+    nothing sets); and there is at least one such call. A call that creates an object may
+    leave it to one of `followed_by` on its result (`customers.update(customer.id, ...)`)."""
 
     name: str
     calls: tuple[str, ...]
     argument: str
     key: str
+    followed_by: tuple[str, ...] = ()
     kind: Literal["static"] = "static"
 
 
 @dataclass(frozen=True)
 class InitOptionProof:
-    """Static: the SDK is initialised (a call ending with `call`, such as `posthog.init`) and no
-    initialisation sets `option` to true (`disable_session_recording`: replay stays on)."""
+    """Static: the SDK is initialised (a call ending with `call`, such as `posthog.init`) in
+    code a page of the app loads (a script, inline or by `src`, of an HTML page or template,
+    or a front-end framework's entry, and what they import), and no initialisation sets
+    `option` to true (`disable_session_recording`: replay stays on)."""
 
     name: str
     call: str
@@ -64,12 +70,27 @@ class InitOptionProof:
 
 @dataclass(frozen=True)
 class ConfigProof:
-    """Static: the JSON file the skill writes (`path`) validates against `schema`."""
+    """Static: the JSON file the skill writes (`path`) validates against `schema`; each field
+    in `answered` holds what the user answered to `wizard_ask` in this run (a run no one can
+    answer: `defaults`), and the field `remote`, when given, names one of the project's git
+    remotes."""
 
     name: str
     path: str
     schema: Mapping[str, Any]
+    answered: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    remote: str | None = None
     kind: Literal["static"] = "static"
+
+
+@dataclass(frozen=True)
+class CallPattern:
+    """Calls a static query looks for: those whose callee's last name is one of `names`, in
+    a file that imports one of `modules` (any file, when empty)."""
+
+    names: tuple[str, ...]
+    modules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,13 +99,16 @@ class SendProof:
     `module` (a Python module or a JavaScript file), `function`, `args`, where the string
     `{recipient}` stands for the probe's recipient) in the run's sandbox, with `host_variable`
     pointing at a local sink and `key_variable` holding a probe key; the sink must receive
-    exactly one request to `path` carrying both."""
+    exactly one request to `path` carrying both. The entry must be the app's: a function the
+    app had before the run, or one that code it had calls. When the program moves the app
+    off another way of sending, none of the calls in `replaces` may be left."""
 
     name: str
     entry_file: str
     path: str
     key_variable: str
     host_variable: str
+    replaces: tuple[CallPattern, ...] = ()
     kind: Literal["runtime"] = "runtime"
 
 
@@ -94,13 +118,29 @@ class McpProof:
     `command`, the server's argv; `tool` and `arguments`, one call to make) over stdio in the
     run's sandbox, with `host_variable` pointing at a local sink and `key_variable` holding a
     probe key; it lists the server's tools, calls the recorded one with a maintained MCP
-    client, and the sink must receive a capture naming that tool and carrying the key."""
+    client, and the sink must receive, after that call, an event with the tool's name as a
+    property and the key. The server must be the app's: a file it had before the run, one
+    its manifests or MCP configs start, or what its build makes of such a file."""
 
     name: str
     entry_file: str
     key_variable: str
     host_variable: str
     kind: Literal["runtime"] = "runtime"
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What a project needs for a program to fit it, checked on the project before the run:
+    source files in one of `languages` (python, javascript), and, in them or in the
+    project's manifests, one of `signals` (lowercase words: `mail`, `stripe`). `lacking` says
+    what is missing when none is there ("no code here sends email"), `found` what is there
+    when the program would fit ("Stripe is used here")."""
+
+    languages: tuple[str, ...]
+    signals: tuple[str, ...]
+    lacking: str
+    found: str
 
 
 # What a program shows about its run before wizard says "set up" (`runner.proofs`).
@@ -228,6 +268,9 @@ class ProgramConfig:
     # A run sets something up: one that changed no app file and proved nothing never did
     # (`wizard skill` runs a skill that may only read).
     sets_up: bool = True
+    # What a project must have for the program to fit it: a project without it ends
+    # `not_applicable` before the agent starts (None: any project).
+    fits: Fit | None = None
 
     @property
     def written_files(self) -> tuple[str, ...]:

@@ -185,6 +185,22 @@ class RunJournal:
             self.sink(LogLine(f"the run journal failed ({exc})", "warning"))
             return record
 
+    def contents_before(
+        self, record: RunRecord | None, since: str | None = None
+    ) -> dict[str, bytes | None] | None:
+        """Each file the finished run changed, with its content before it (before the run
+        `since`, which it resumed; None: the run added it); None when the journal cannot
+        say."""
+        if self.journal is None or record is None:
+            return None
+        try:
+            earlier = self.journal.get(since) if since else None
+            return self.journal.contents_before(record, earlier)
+        except (WizardError, OSError, ValueError) as exc:
+            self.sink(LogLine(f"the run journal could not say what the run changed ({exc})",
+                              "warning"))  # fmt: skip
+            return None
+
     def materialiser(self, record: RunRecord | None) -> Callable[[Path], None]:
         """Writes the project as it was before the run into an empty folder, without its
         `.env*` files (a check has no business with secrets), and with a link to each of the

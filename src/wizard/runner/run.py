@@ -34,6 +34,7 @@ from wizard.events import (
 from wizard.journal.lock import project_lock
 from wizard.logs import logger
 from wizard.outcome import Outcome, Outro
+from wizard.runner.fitting import not_applicable_outro, unfit
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.proxy import make_client_ahead
 from wizard.runner.harness.registry import make_harness
@@ -64,7 +65,10 @@ class Run:
         run_id: str | None = None,
         harness: Harness | None = None,
     ) -> None:
-        self.plan, self.sink, self.ask = plan, sink, ask
+        self.plan, self.sink = plan, sink
+        # The user's answers to `wizard_ask`: what a proof holds the agent's record to.
+        self.answers: list[tuple[str, str]] = []
+        self.ask = self._recorded(ask) if ask is not None else None
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.harness = harness
         self.spend = RunSpend(plan.budget, plan.binding.model, plan.prices)
@@ -72,6 +76,17 @@ class Run:
 
     def note(self, line: str) -> None:
         self.sink(LogLine(line))
+
+    def _recorded(self, ask: AskFunction) -> AskFunction:
+        """`ask`, keeping each question the user answered with the answer."""
+
+        async def asked(questions: list[str]) -> list[str] | None:
+            answers = await ask(questions)
+            self.answers.extend((q, a) for q, a in zip(questions, answers or [], strict=False)
+                                if a.strip())  # fmt: skip
+            return answers
+
+        return asked
 
     async def __call__(self) -> Outcome:
         """Run every stage; the outcome."""
@@ -88,6 +103,8 @@ class Run:
                 # the gateway's client (its TLS context, the modules of its first connection).
                 make_client_ahead()
                 preparing = asyncio.create_task(self._engine(harness))
+                # Whether the program fits the project at all: read while the rest gets ready.
+                fitting = asyncio.ensure_future(asyncio.to_thread(unfit, plan.program, project))
                 await asyncio.sleep(0)
                 prune_expired_previews(plan.environ, self.note, project)
                 workspace = self._workspace(project)
@@ -99,8 +116,9 @@ class Run:
                                sandbox.policy is not None, preview=workspace.preview)
                 )  # fmt: skip
                 context = self._context(workspace, sandbox)
-                failed = await preparing
-                if failed is None:
+                if (gap := await fitting) is not None:
+                    outcome = self._not_applicable(context, project, gap)
+                elif (failed := await preparing) is None:
                     outcome = await self._work(harness, context, workspace)
                 else:
                     outcome = self._not_ready(context, failed)
@@ -177,6 +195,13 @@ class Run:
         outro = Outro("error", f"The {engine} engine is not available", str(failed))
         return context.outcome("failed", outro, reason=failed.message)
 
+    def _not_applicable(self, context: RunContext, project: Path, gap: str) -> Outcome:
+        """The outcome of a run whose program does not fit the project: nothing was done."""
+        if self.journal is not None:  # a preview's copy, made for nothing
+            self.journal.abandon()
+        outro = not_applicable_outro(self.plan.program, project, gap)
+        return context.outcome("not_applicable", outro, reason=gap)
+
     async def _work(self, harness: Harness, context: RunContext, workspace: Workspace) -> Outcome:
         """The sequence, journaled, then verified; a cancellation is recorded with what the
         run used so far, then passes on. The journal's first snapshot is taken while the
@@ -198,7 +223,8 @@ class Run:
         record = journal.finish(outcome.status, outcome.error_type)
         try:
             outcome = await verified(outcome, context, journal, record, plan.verify == "off",
-                                     full=plan.verify == "full")  # fmt: skip
+                                     full=plan.verify == "full",
+                                     answers=tuple(self.answers))  # fmt: skip
         except asyncio.CancelledError:  # interrupted while checking: the run ends cancelled
             record, _ = journal.after_checks(record, "cancelled")
             journal.amend(record, usage=asdict(self.spend.total()))

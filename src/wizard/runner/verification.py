@@ -31,7 +31,7 @@ from wizard.names import shown
 from wizard.outcome import CheckResult, CheckStatus, Outcome, Outro, Verification
 from wizard.runner.checks import Check, checks_for
 from wizard.runner.journaling import RunJournal
-from wizard.runner.proofs import prove
+from wizard.runner.proofs import Before, RunFacts, prove
 from wizard.runner.sequence.context import RunContext
 from wizard.tools.sandbox import SandboxPolicy
 from wizard.tools.shell import COULD_NOT_RUN, SandboxedShell, run_command
@@ -171,10 +171,11 @@ async def verified(
     record: RunRecord | None,
     skip: bool,
     full: bool = False,
+    answers: tuple[tuple[str, str], ...] = (),
 ) -> Outcome:
     """A run that would succeed, checked and proved: succeeded (set up, proven or not), or
     unverified with the check or proof that failed (the journal's record says so too). Any
-    other ending is returned as it is."""
+    other ending is returned as it is. `answers`: the user's to `wizard_ask` in the run."""
     if outcome.status != "succeeded":
         return outcome
     changed = record.changed if record is not None else []
@@ -210,8 +211,9 @@ async def verified(
                                   dependencies_changed=bool(dependencies))  # fmt: skip
         if proofs:
             context.sink(SpinnerStarted("Proving that the integration works..."))
+            facts = _facts(context, journal, record, answers)
             found = await prove(proofs, context.project_dir, runner.sandbox, workspace,
-                                runner.unsandboxable)  # fmt: skip
+                                runner.unsandboxable, facts)  # fmt: skip
             result = replace(result, proofs=found)
             if result.failed_proofs:
                 result = replace(result, status="failed")
@@ -233,6 +235,19 @@ async def verified(
     done = "Checks passed: the preview is ready to apply" if context.preview else None
     context.sink(SpinnerStopped(done or context.program.success_message))
     return replace(outcome, verification=result, outro=_proven_outro(outcome.outro, result))
+
+
+def _facts(
+    context: RunContext,
+    journal: RunJournal,
+    record: RunRecord | None,
+    answers: tuple[tuple[str, str], ...],
+) -> RunFacts:
+    """What the proofs know of the run: the project before it (since the run a resumed one
+    carried on), the user's answers, and what the program needs of a project."""
+    changed = journal.contents_before(record, context.resume_from)
+    before = Before(changed) if changed is not None else None
+    return RunFacts(before, answers, context.ask is not None, context.program.fits)
 
 
 def _proven_outro(outro: Outro | None, result: Verification) -> Outro | None:

@@ -10,7 +10,8 @@ from rich.text import Text
 from wizard.fleet.model import Burndown, Row
 
 _STYLES = {"proven": "green", "set up": "green", "aborted": "yellow", "unverified": "yellow",
-           "failed": "red", "running": "cyan", "skipped": "dim", "cancelled": "dim"}  # fmt: skip
+           "not applicable": "dim", "failed": "red", "running": "cyan", "skipped": "dim",
+           "cancelled": "dim"}  # fmt: skip
 
 
 def burndown_view(burndown: Burndown, ui: str | None = None) -> RenderableType:

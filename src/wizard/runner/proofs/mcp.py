@@ -1,21 +1,35 @@
 """The MCP probe: wizard starts the project's MCP server itself, over stdio, in the run's
 sandbox with its analytics host on a local sink (`forwarding`); it speaks the protocol with
 the `mcp` package's client, lists the tools, calls the one the skill recorded, and expects a
-capture for that call at the sink."""
+capture caused by that call at the sink: an event sent after the call began, naming the tool
+as a property (or as the event), with the probe's key. What a server sends as it starts or
+lists its tools (`$mcp_tools_list` names every tool) never counts.
+
+The server must be the app's (`claims`). A tool that fails (it needs a service the sandbox
+cannot reach, or a credential of its own) still proves the capture when its event arrived;
+a server that cannot start without a credential of its own is "cannot tell", not "failed".
+"""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gzip
+import json
+import re
 import shlex
 import time
+import urllib.parse
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from wizard.programs.types import McpProof
+from wizard.runner.proofs.claims import server_is_apps
+from wizard.runner.proofs.codebase import Codebase
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
 from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
 from wizard.runner.proofs.sink import ProbeSink, Received
@@ -57,16 +71,22 @@ def read_server(project: Path, file: str) -> Server | str:
 
 async def mcp_probe(
     proof: McpProof,
-    project: Path,
+    code: Codebase,
     sandbox: SandboxedShell | None,
     private: Path,
+    unsandboxable: str | None = None,
 ) -> Finding:
     """Start the recorded server, call its tool, and look for the capture at the sink."""
-    if sandbox is None:
-        return not_run(NO_SANDBOX)
+    project = code.root
     server = read_server(project, proof.entry_file)
     if isinstance(server, str):
         return failed(server)
+    claim = await asyncio.to_thread(server_is_apps, code, project, server.command,
+                                    server.folder, server.tool)  # fmt: skip
+    if claim is not None:
+        return claim
+    if sandbox is None or unsandboxable is not None:
+        return not_run(unsandboxable or NO_SANDBOX)
     probe = Probe.open(sandbox, private)
     argv = list(server.command)
     if argv[0] in _PYTHONS:
@@ -75,20 +95,43 @@ async def mcp_probe(
     script = probe.script(server.folder, variables, f"exec {shlex.join(argv)}")
     stderr = probe.socket.with_name("server-stderr.log")  # in the probe's private folder
     async with ProbeSink(probe.socket) as sink:
+        calling = _Calling(sink)
 
         def arrived() -> bool:
-            return bool(_captures(sink.received, server.tool, probe.key))
+            return bool(_captures(calling.after(), server.tool, probe.key))
 
-        call = _call(shell_command(script, probe.sandbox), project, server, stderr,
+        call = _call(shell_command(script, probe.sandbox), project, server, stderr, calling,
                      lambda: _wait_for(arrived, CAPTURE_WAIT_S[0]))  # fmt: skip
         try:
             called = await asyncio.wait_for(call, START_TIMEOUT_S + CALL_TIMEOUT_S * 2)
-        except Exception as exc:  # the server would not start or answer: why is in its stderr
+        except Exception as exc:  # the server would not start or answer
+            if calling.began:  # a capture the call caused still proves it
+                await _wait_for(arrived, CAPTURE_WAIT_S[1])
+                if arrived():
+                    return _judge(proof, server, calling.after(), probe.key, f"{exc!r}")
             return _not_started(server, exc, stderr.read_text(errors="replace"))
         if isinstance(called, Finding):
             return called
         await _wait_for(arrived, CAPTURE_WAIT_S[1])  # stopped, the server flushed its queue
-    return _judge(proof, server, sink.received, probe.key)
+    return _judge(proof, server, calling.after(), probe.key, called)
+
+
+@dataclass
+class _Calling:
+    """Where the sink's requests stood when the tool call began: only later ones count."""
+
+    sink: ProbeSink
+    mark: int | None = None
+
+    @property
+    def began(self) -> bool:
+        return self.mark is not None
+
+    def begin(self) -> None:
+        self.mark = len(self.sink.received)
+
+    def after(self) -> list[Received]:
+        return [] if self.mark is None else self.sink.received[self.mark :]
 
 
 async def _call(
@@ -96,10 +139,12 @@ async def _call(
     project: Path,
     server: Server,
     stderr: Path,
+    calling: _Calling,
     settle: Callable[[], Awaitable[None]],
-) -> Finding | None:
+) -> Finding | str:
     """Start the server (its errors into `stderr`), list its tools, call the recorded one and
-    `settle` while it still runs; a finding if that fails."""
+    `settle` while it still runs; a finding if that fails, else the tool's error ("" when it
+    answered)."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -114,9 +159,14 @@ async def _call(
         tools = [tool.name for tool in (await session.list_tools()).tools]
         if server.tool not in tools:
             return failed(f"the server has no tool {server.tool!r} (it has: {', '.join(tools)})")
-        await session.call_tool(server.tool, server.arguments, read_timeout_seconds=CALL_TIMEOUT_S)
+        calling.begin()
+        result = await session.call_tool(server.tool, server.arguments,
+                                         read_timeout_seconds=CALL_TIMEOUT_S)  # fmt: skip
         await settle()
-    return None
+    if not getattr(result, "isError", False) and not getattr(result, "is_error", False):
+        return ""
+    said = " ".join(getattr(part, "text", "") for part in getattr(result, "content", []) or [])
+    return said.strip()[:300] or "the tool answered with an error"
 
 
 @contextlib.asynccontextmanager
@@ -131,6 +181,9 @@ def _not_started(server: Server, exc: BaseException, stderr: str) -> Finding:
     if missing:
         return not_run(f"a dependency is missing ({missing[-1].strip()[:200]}): install the "
                        "project's dependencies to prove it")  # fmt: skip
+    if (credential := own_credential(stderr)) is not None:
+        return not_run(f"the server needs a credential of its own to start ({credential}), "
+                       "which the probe does not have: cannot tell")  # fmt: skip
     tail = " ".join(stderr.strip().splitlines()[-3:])[:300]
     why = f"{type(exc).__name__}: {exc}".strip()
     return failed(f"the server ({shlex.join(server.command)}) did not start or answer: "
@@ -138,17 +191,61 @@ def _not_started(server: Server, exc: BaseException, stderr: str) -> Finding:
 
 
 def _body(received: Received) -> bytes:
-    if received.header("content-encoding") == "gzip" or received.body[:2] == b"\x1f\x8b":
-        try:
+    encoding = received.header("content-encoding")
+    if encoding == "gzip" or received.body[:2] == b"\x1f\x8b":
+        with contextlib.suppress(OSError):
             return gzip.decompress(received.body)
-        except OSError:
-            return received.body
+    if encoding == "deflate":
+        with contextlib.suppress(zlib.error):
+            return zlib.decompress(received.body)
     return received.body
 
 
-def _captures(received: list[Received], tool: str, key: str) -> list[Received]:
-    """The requests that capture a call of `tool`."""
-    return [r for r in received if tool.encode() in _body(r) and key.encode() in _body(r)]
+def events(received: Received) -> list[tuple[dict[str, Any], str]]:
+    """The events a capture request carries, each with the key it was sent with (the body's
+    `api_key` or `token`, the event's own, or the `Authorization` header's)."""
+    body = _body(received)
+    if b"data=" in body[:5] and "form" in received.header("content-type"):
+        fields = urllib.parse.parse_qs(body.decode(errors="replace"))
+        body = _unbase64(fields.get("data", [""])[0])
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return []
+    header = received.header("authorization").removeprefix("Bearer ").strip()
+    if isinstance(document, dict):
+        batch = document.get("batch") or document.get("events")
+        items = batch if isinstance(batch, list) else [document]
+        request_key = str(document.get("api_key") or document.get("token") or header)
+    else:
+        items, request_key = (document if isinstance(document, list) else []), header
+    found = []
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("properties", {}), dict):
+            properties = item.get("properties", {})
+            key = item.get("api_key") or properties.get("token") or request_key
+            found.append((item, str(key)))
+    return found
+
+
+def _unbase64(value: str) -> bytes:
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4))
+    except ValueError:
+        return value.encode()
+
+
+def _names(event: dict[str, Any], tool: str) -> bool:
+    """Whether an event is about a call of `tool`: the tool is its name, or the value of one
+    of its properties (not one item of a list of every tool)."""
+    properties = event.get("properties") or {}
+    return event.get("event") == tool or any(value == tool for value in properties.values())
+
+
+def _captures(received: list[Received], tool: str, key: str) -> list[dict[str, Any]]:
+    """The events among `received` that capture a call of `tool` with `key`."""
+    return [event for r in received for event, sent_with in events(r)
+            if _names(event, tool) and sent_with == key]  # fmt: skip
 
 
 async def _wait_for(found: Callable[[], bool], seconds: float) -> None:
@@ -157,14 +254,42 @@ async def _wait_for(found: Callable[[], bool], seconds: float) -> None:
         await asyncio.sleep(0.1)
 
 
-def _judge(proof: McpProof, server: Server, received: list[Received], key: str) -> Finding:
-    if _captures(received, server.tool, key):
-        return proven(f"wizard called the tool {server.tool} over stdio, and a capture naming "
-                      f"it arrived with the key from {proof.key_variable}")  # fmt: skip
-    named = [r for r in received if server.tool.encode() in _body(r)]
+def own_credential(said: str) -> str | None:
+    """The credential of its own a server or tool says it lacks, if it says so."""
+    for pattern in _CREDENTIALS:
+        if found := pattern.search(said):
+            return found[0].strip()[:120]
+    return None
+
+
+_CREDENTIALS = (
+    re.compile(r"KeyError: '([A-Z][A-Z0-9_]*(KEY|TOKEN|SECRET|PASSWORD))'"),
+    re.compile(
+        r"\b[A-Z][A-Z0-9_]*(API_KEY|TOKEN|SECRET)\b[^\n]{0,60}\b(not set|missing|required|"
+        r"undefined|must be set)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"(missing|no|invalid) (api[ _]?key|access token|credentials?)\b[^\n]{0,60}", re.IGNORECASE
+    ),
+)
+
+
+def _judge(
+    proof: McpProof, server: Server, after: list[Received], key: str, tool_error: str = ""
+) -> Finding:
+    if _captures(after, server.tool, key):
+        failing = f" (the tool itself failed: {tool_error[:120]})" if tool_error else ""
+        return proven(f"wizard called the tool {server.tool} over stdio, and after the call an "
+                      f"event naming it arrived with the key from {proof.key_variable}"
+                      f"{failing}")  # fmt: skip
+    named = [event for r in after for event, _ in events(r) if _names(event, server.tool)]
     if named:
         return failed(f"the capture of {server.tool} did not carry the key from "
                       f"{proof.key_variable} (a key written into the code?)")  # fmt: skip
-    others = f" ({len(received)} other request(s))" if received else ""
-    return failed(f"calling the tool {server.tool} sent no capture to the host in "
+    if tool_error and (credential := own_credential(tool_error)) is not None:
+        return not_run(f"the tool needs a credential of its own ({credential}), which the "
+                       "probe does not have, and sent no capture: cannot tell")  # fmt: skip
+    others = f" ({len(after)} other request(s) after it)" if after else ""
+    return failed(f"calling the tool {server.tool} sent no capture naming it to the host in "
                   f"{proof.host_variable}{others}")  # fmt: skip

@@ -1,9 +1,14 @@
 """The send probe: wizard calls the send path the skill recorded, in the run's sandbox, with the
 vendor's host on a local sink (`forwarding`), and asserts the sink received exactly one
-request carrying the probe's recipient and key."""
+request carrying the probe's recipient and key.
+
+Before it calls anything, the record is tested as a claim (`claims`): the entry must be the
+app's (a function it had, or one that code it had calls), and the calls of the way the app
+sent before (`SendProof.replaces`: SMTP, an email SDK) must be gone."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 from dataclasses import dataclass
@@ -11,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from wizard.programs.types import SendProof
+from wizard.runner.proofs.claims import calls_left, entry_is_apps
+from wizard.runner.proofs.codebase import Codebase
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
 from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
 from wizard.runner.proofs.sink import ProbeSink, Received
@@ -118,17 +125,22 @@ def _call(entry: Entry, project: Path, recipient: str) -> str:
 
 async def send_probe(
     proof: SendProof,
-    project: Path,
+    code: Codebase,
     sandbox: SandboxedShell | None,
     private: Path,
+    unsandboxable: str | None = None,
 ) -> Finding:
     """Call the recorded entry with the vendor's host on a local sink; proven when exactly
     one request reached `proof.path` carrying the probe's recipient and key."""
-    if sandbox is None:
-        return not_run(NO_SANDBOX)
+    project = code.root
     entry = read_entry(project, proof.entry_file)
     if isinstance(entry, str):
         return failed(entry)
+    claim = await asyncio.to_thread(_claim, proof, code, entry)
+    if claim is not None:
+        return claim
+    if sandbox is None or unsandboxable is not None:
+        return not_run(unsandboxable or NO_SANDBOX)
     if entry.typescript:
         return not_run(f"{entry.module} is TypeScript: build it, and record the built file")
     probe = Probe.open(sandbox, private)
@@ -136,8 +148,16 @@ async def send_probe(
     variables = {proof.host_variable: PROBE_URL, proof.key_variable: probe.key}
     command = probe.script(entry.folder, variables, _call(entry, project, recipient))
     async with ProbeSink(probe.socket) as sink:
-        code, output = await run_command(command, probe.sandbox, project, PROBE_TIMEOUT_S)
-    return _judge(proof, entry, sink.received, code, output, recipient, probe.key)
+        ended, output = await run_command(command, probe.sandbox, project, PROBE_TIMEOUT_S)
+    return _judge(proof, entry, sink.received, ended, output, recipient, probe.key)
+
+
+def _claim(proof: SendProof, code: Codebase, entry: Entry) -> Finding | None:
+    """Why the record proves nothing about the app (None: it may)."""
+    if left := calls_left(code, proof.replaces):
+        more = f" (and {len(left) - 3} more)" if len(left) > 3 else ""
+        return failed(f"the app still sends the old way: {'; '.join(left[:3])}{more}")
+    return entry_is_apps(code, entry.module, entry.function, entry.folder)
 
 
 def _judge(proof: SendProof, entry: Entry, received: list[Received], code: int | None,

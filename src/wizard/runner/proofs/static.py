@@ -1,218 +1,213 @@
-"""Static proofs: queries over the project's syntax trees (tree-sitter, with its Python and
-JavaScript/TypeScript grammars) and over the files a skill writes.
+"""Static proofs: queries over the app's syntax trees (`codebase`) and the files a skill
+writes, each following what reaches the vendor rather than checking that a name is there.
 
-Source files are found by a walk that never follows a link and read through the one resolver
-(`ProjectRoot`), as the agent's file tools read; dependency, build and `.git` folders and the
-installed skill are not the app's code and are not searched.
+A call site proof follows the value it looks for to where it comes from (`values`); an
+initialisation proof asks whether a page of the app loads it (`reach`); a config proof
+checks what the skill wrote against what the user answered in this run and against the
+project. Where the query cannot follow the code, the proof says "cannot tell" (`not_run`),
+never "failed".
 """
 
 from __future__ import annotations
 
 import json
-import stat
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
-from wizard.layout import SKILL_FILES
-from wizard.listings import HEAVY_FOLDERS
 from wizard.names import shown
 from wizard.programs.types import CallSiteProof, ConfigProof, InitOptionProof
-from wizard.runner.proofs.finding import Finding, failed, proven
+from wizard.runner.proofs.codebase import (
+    CALLS,
+    Codebase,
+    Source,
+    callee,
+    ends_with,
+    is_test,
+    nodes,
+    text,
+)
+from wizard.runner.proofs.finding import Finding, failed, not_run, proven
+from wizard.runner.proofs.reach import browser_roots, reachable
+from wizard.runner.proofs.repository import remotes, same_repository
+from wizard.runner.proofs.values import Keys, mapping, origin
 from wizard.tools.paths import ProjectRoot, Refusal
-from wizard.walk import walk
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Node
 
-MAX_SOURCE_BYTES = 1_000_000
-_NOT_SEARCHED = HEAVY_FOLDERS | {".git"}
-_GRAMMARS = {
-    ".py": "python",
-    **dict.fromkeys((".js", ".mjs", ".cjs", ".jsx"), "javascript"),
-    **dict.fromkeys((".ts", ".mts", ".cts"), "typescript"),
-    ".tsx": "tsx",
-}
-_CALLS = {"call", "call_expression"}
+Verdict = Literal["passes", "missing", "wrong", "unknown"]
 
 
 @dataclass(frozen=True)
-class _Source:
-    path: str
-    language: str
-    root: Node
+class _Judged:
+    verdict: Verdict
+    said: str
 
 
-@cache
-def _parser(language: str) -> Parser:
-    from tree_sitter import Language, Parser
-
-    if language == "python":
-        import tree_sitter_python as grammar
-
-        return Parser(Language(grammar.language()))
-    if language == "javascript":
-        import tree_sitter_javascript as javascript
-
-        return Parser(Language(javascript.language()))
-    import tree_sitter_typescript as typescript
-
-    chosen = typescript.language_tsx() if language == "tsx" else typescript.language_typescript()
-    return Parser(Language(chosen))
-
-
-def _sources(project: Path) -> Iterator[_Source]:
-    """Every source file of the app, parsed."""
-    root = ProjectRoot(project)
-    for path, name, info in sorted(walk(project, lambda name: name not in _NOT_SEARCHED)):
-        language = _GRAMMARS.get(Path(name).suffix.lower())
-        if language is None or not stat.S_ISREG(info.st_mode) or path.startswith(SKILL_FILES):
+def app_calls(code: Codebase, targets: Sequence[str]) -> Iterator[tuple[Source, Node]]:
+    """The app's calls (its tests left out) whose callee ends with one of `targets`."""
+    for source in code.sources:
+        if is_test(source.path):
             continue
-        if any(part in _NOT_SEARCHED for part in path.split("/")[:-1]):
-            continue
-        data = root.read_bytes(path, max_bytes=MAX_SOURCE_BYTES)
-        if isinstance(data, Refusal):
-            continue
-        yield _Source(path, language, _parser(language).parse(data).root_node)
-
-
-def _nodes(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
-def _text(node: Node | None) -> str:
-    return "" if node is None or node.text is None else node.text.decode(errors="replace")
-
-
-def _callee(call: Node) -> str:
-    """A call's callee as an attribute chain (`stripe.checkout.Session.create`)."""
-    text = _text(call.child_by_field_name("function"))
-    return "".join(text.split()).replace("?.", ".")
-
-
-def _ends_with(callee: str, target: str) -> bool:
-    return callee == target or callee.endswith(f".{target}")
-
-
-def _calls(sources: list[_Source], targets: tuple[str, ...]) -> Iterator[tuple[_Source, Node]]:
-    for source in sources:
-        for node in _nodes(source.root):
-            if node.type in _CALLS and any(_ends_with(_callee(node), t) for t in targets):
+        for node in nodes(source.root):
+            if node.type in CALLS and any(ends_with(callee(node), t) for t in targets):
                 yield source, node
 
 
-def _key_name(node: Node | None) -> str:
-    """A dictionary or object key as written: a string's content or an identifier."""
-    if node is not None and node.type in ("string", "template_string"):
-        parts = ("string_content", "string_fragment")  # Python's, JavaScript's
-        return "".join(_text(child) for child in node.named_children if child.type in parts)
-    return _text(node)
-
-
-def _entries(mapping: Node) -> dict[str, Node | None]:
-    """The keys of a Python dictionary or a JavaScript object, with their values."""
-    entries: dict[str, Node | None] = {}
-    for child in mapping.named_children:
-        if child.type == "pair":
-            entries[_key_name(child.child_by_field_name("key"))] = child.child_by_field_name(
-                "value"
-            )
-        elif child.type == "shorthand_property_identifier":
-            entries[_text(child)] = child
-    return entries
-
-
-def _argument(call: Node, language: str, name: str) -> Node | None:
-    """The value a call passes as `name`: a keyword argument in Python, a property of an
-    object argument in JavaScript."""
-    arguments = call.child_by_field_name("arguments")
-    if arguments is None:
-        return None
-    for child in arguments.named_children:
-        if language == "python" and child.type == "keyword_argument":
-            if _text(child.child_by_field_name("name")) == name:
-                return child.child_by_field_name("value")
-        elif language != "python" and child.type == "object":
-            found = _entries(child)
-            if name in found:
-                return found[name]
-    return None
-
-
-def _mapping(value: Node | None, source: _Source) -> Node | None:
-    """`value` as a dictionary or object literal, following a plain name to the literal it
-    was given in the same file."""
-    if value is None:
-        return None
-    if value.type in ("dictionary", "object"):
-        return value
-    if value.type not in ("identifier", "shorthand_property_identifier"):
-        return None
-    name = _text(value)
-    for node in _nodes(source.root):
-        if node.type == "assignment" and _text(node.child_by_field_name("left")) == name:
-            bound = node.child_by_field_name("right")
-        elif node.type == "variable_declarator" and _text(node.child_by_field_name("name")) == name:
-            bound = node.child_by_field_name("value")
-        else:
-            continue
-        if bound is not None and bound.type in ("dictionary", "object"):
-            return bound
-    return None
-
-
-def _where(source: _Source, node: Node) -> str:
-    return f"{shown(source.path)}:{node.start_point[0] + 1}"
-
-
-def call_sites(project: Path, proof: CallSiteProof) -> Finding:
-    """Every matching call passes `proof.argument` holding `proof.key`."""
-    sources = list(_sources(project))
-    passing: list[str] = []
-    missing: list[str] = []
-    for source, call in _calls(sources, proof.calls):
-        mapping = _mapping(_argument(call, source.language, proof.argument), source)
-        has_key = mapping is not None and proof.key in _entries(mapping)
-        (passing if has_key else missing).append(f"{_where(source, call)} {_callee(call)}")
+def call_sites(code: Codebase, proof: CallSiteProof) -> Finding:
+    """Every matching call passes `proof.argument` holding `proof.key`, from the app."""
+    judged = [(source, call, _judge(code, source, call, proof))
+              for source, call in app_calls(code, proof.calls)]  # fmt: skip
     wanted = f"{proof.argument}.{proof.key}"
-    if missing:
-        more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
-        return failed(f"no {wanted} at {', '.join(missing[:3])}{more}")
-    if not passing:
-        return failed(f"no call to {' or '.join(proof.calls)} was found")
-    count = f"{len(passing)} call{'s' if len(passing) != 1 else ''}"
-    return proven(f"{count} pass {wanted}: {', '.join(passing)}")
+    if not judged:
+        return failed(f"no call to {' or '.join(proof.calls)} was found in the app's code")
+
+    def listed(verdicts: tuple[Verdict, ...]) -> list[str]:
+        return [f"{source.where(call)} {callee(call)}: {judged.said}"
+                for source, call, judged in judged if judged.verdict in verdicts]  # fmt: skip
+
+    if wrong := listed(("missing", "wrong")):
+        return failed(f"checked {len(judged)} call(s) for {wanted}: {_some(wrong)}")
+    if unknown := listed(("unknown",)):
+        return not_run(f"cannot tell whether {wanted} reaches Stripe: {_some(unknown)}")
+    return proven(f"checked {len(judged)} call(s), each passes {wanted} from the app: "
+                  f"{_some(listed(('passes',)), 5)}")  # fmt: skip
 
 
-def init_option(project: Path, proof: InitOptionProof) -> Finding:
-    """The SDK is initialised, and no initialisation turns `proof.option` on."""
-    inits = list(_calls(list(_sources(project)), (proof.call,)))
+def _some(lines: list[str], shown_at_most: int = 3) -> str:
+    more = len(lines) - shown_at_most
+    return "; ".join(lines[:shown_at_most]) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _judge(code: Codebase, source: Source, call: Node, proof: CallSiteProof) -> _Judged:
+    value, readable = _argument(call, source, proof.argument)
+    if value is None:
+        if not readable:
+            return _Judged("unknown", "its arguments are built where the query cannot follow")
+        if (later := _tagged_later(code, source, call, proof)) is not None:
+            return _Judged("passes", f"tagged by {later}")
+        return _Judged("missing", f"no {proof.argument}")
+    keys = mapping(value, source)
+    if keys is None:
+        written = " ".join(text(value).split())[:60]
+        return _Judged("unknown", f"{proof.argument} is {written}, which the query cannot follow")
+    if proof.key not in keys.entries:
+        if not keys.complete:
+            return _Judged("unknown", f"{proof.argument} is built from parts the query cannot "
+                           "follow")  # fmt: skip
+        return _Judged("missing", f"{proof.argument} has no {proof.key}")
+    found = origin(keys.entries[proof.key], source, code)
+    if found.kind == "app":
+        return _Judged("passes", f"{proof.key} from {found.said}")
+    return _Judged("unknown" if found.kind == "unknown" else "wrong",
+                   f"{proof.key} is {found.said}")  # fmt: skip
+
+
+def _argument(call: Node, source: Source, name: str) -> tuple[Node | None, bool]:
+    """The value a call passes as `name` (a keyword, or a key of a mapping argument such as
+    Python's `params={...}` or JavaScript's object), and whether every argument could be
+    read (a `**kwargs` or a mapping built elsewhere could hold it)."""
+    arguments = call.child_by_field_name("arguments")
+    readable = True
+    for child in arguments.named_children if arguments is not None else []:
+        if child.type == "keyword_argument":
+            if text(child.child_by_field_name("name")) == name:
+                return child.child_by_field_name("value"), True
+            if text(child.child_by_field_name("name")) != "params":  # a StripeClient's
+                continue
+            child = child.child_by_field_name("value") or child
+        if child.type in ("dictionary_splat", "list_splat", "spread_element"):
+            readable = False
+            continue
+        if child.type not in ("dictionary", "object", "identifier", *CALLS) or _an_id(child):
+            continue
+        keys: Keys | None = mapping(child, source)
+        if keys is None:
+            readable = False
+        elif name in keys.entries:
+            return keys.entries[name], True
+        elif not keys.complete:
+            readable = False
+    return None, readable
+
+
+def _an_id(node: Node) -> bool:
+    """Whether a name holds an object's id (`customer_id`, `cid`), not a mapping."""
+    return node.type == "identifier" and re.search(r"(^|_)id$|Id$|^id", text(node)) is not None
+
+
+def _tagged_later(code: Codebase, source: Source, call: Node, proof: CallSiteProof) -> str | None:
+    """Where a later call tags what `call` created (`c = create(...)`, then
+    `update(c.id, metadata=...)` in the same file), if one does."""
+    if not proof.followed_by:
+        return None
+    holder = call.parent
+    while holder is not None and holder.type in ("await_expression", "parenthesized_expression"):
+        holder = holder.parent
+    if holder is None or holder.type not in ("assignment", "variable_declarator"):
+        return None
+    name = text(holder.child_by_field_name("left") or holder.child_by_field_name("name"))
+    if not name:
+        return None
+    for later in (n for n in nodes(source.root) if n.type in CALLS):
+        if not any(ends_with(callee(later), target) for target in proof.followed_by):
+            continue
+        arguments = later.child_by_field_name("arguments")
+        first = arguments.named_children[:1] if arguments is not None else []
+        tagged = first and re.match(rf"{re.escape(name)}\b", text(first[0]))
+        if tagged and _judge(code, source, later, proof).verdict == "passes":
+            return f"{callee(later)} at {source.where(later)}"
+    return None
+
+
+def init_option(code: Codebase, proof: InitOptionProof) -> Finding:
+    """The SDK is initialised where a page loads it, and no initialisation turns
+    `proof.option` on."""
+    inits = list(app_calls(code, (proof.call,)))
     if not inits:
-        return failed(f"no {proof.call}(...) call was found")
+        return failed(f"no {proof.call}(...) call was found in the app's code or its pages")
     for source, call in inits:
         arguments = call.child_by_field_name("arguments")
         for child in arguments.named_children if arguments is not None else []:
-            value = _entries(child).get(proof.option) if child.type == "object" else None
-            if value is not None and _text(value) not in ("false", "undefined", "null"):
-                return failed(f"{_where(source, call)} sets {proof.option}")
-    places = ", ".join(_where(source, call) for source, call in inits)
-    return proven(f"{proof.call} at {places} leaves {proof.option} off")
+            keys = mapping(child, source) if child.type in ("object", "identifier") else None
+            value = keys.entries.get(proof.option) if keys is not None else None
+            if value is not None and text(value) not in ("false", "undefined", "null"):
+                return failed(f"{source.where(call)} sets {proof.option}")
+    roots, missing = browser_roots(code)
+    loaded = reachable(code, roots)
+    pages = {page.path for page in code.pages}
+    places = ", ".join(source.where(call) for source, call in inits)
+    shown_in = [s.where(c) for s, c in inits if s.path in loaded or s.path in pages]
+    if shown_in:
+        return proven(f"{proof.call} at {', '.join(shown_in)} runs in a page of the app "
+                      f"and leaves {proof.option} off")  # fmt: skip
+    if missing:
+        page, src = missing[0]
+        return not_run(f"cannot tell whether a page runs {proof.call} at {places}: "
+                       f"{shown(page)} loads {src}, which the project does not hold (a "
+                       "build's output)")  # fmt: skip
+    if not roots and not pages:
+        return failed(f"{proof.call} at {places} runs in no page: the project has no web page "
+                      "for it to run in")  # fmt: skip
+    return failed(f"no page of the app loads {proof.call} at {places}")
 
 
-def config_file(project: Path, proof: ConfigProof) -> Finding:
-    """The file is JSON that validates against the program's schema."""
+def config_file(
+    code: Codebase,
+    proof: ConfigProof,
+    answers: Sequence[tuple[str, str]] = (),
+    interactive: bool = False,
+) -> Finding:
+    """The file is JSON that validates against the program's schema, holds what the user
+    answered in this run, and names a repository the project has."""
     from jsonschema import Draft202012Validator
 
-    data = ProjectRoot(project).read_bytes(proof.path)
+    data = ProjectRoot(code.root).read_bytes(proof.path)
     if isinstance(data, Refusal):
         return failed(f"{proof.path} was not written" if data.kind == "missing"
-                       else data.reason)  # fmt: skip
+                      else data.reason)  # fmt: skip
     try:
         document = json.loads(data)
     except ValueError as exc:
@@ -221,4 +216,46 @@ def config_file(project: Path, proof: ConfigProof) -> Finding:
     if errors:
         where = "/".join(str(part) for part in errors[0].absolute_path) or "the top level"
         return failed(f"{proof.path}: at {where}: {errors[0].message}")
-    return proven(f"{proof.path} validates against the program's schema")
+    checked = [f"{proof.path} validates against the program's schema"]
+    for field in proof.answered:
+        problem = _answered(document.get(field), field, proof, answers, interactive)
+        if problem is not None:
+            return failed(f"{proof.path}: {problem}")
+        checked.append(f"its {field} are what the user answered" if answers
+                       else f"its {field} are the program's defaults")  # fmt: skip
+    if proof.remote is not None:
+        named = str(document.get(proof.remote, ""))
+        known = remotes(code.root)
+        if not any(same_repository(named, remote) for remote in known):
+            have = ", ".join(known) or "none"
+            return failed(f"{proof.path}: {proof.remote} {named!r} is not a git remote of the "
+                          f"project (its remotes: {have})")  # fmt: skip
+        checked.append(f"its {proof.remote} is the project's remote")
+    return proven("; ".join(checked))
+
+
+def _answered(
+    value: Any,
+    field: str,
+    proof: ConfigProof,
+    answers: Sequence[tuple[str, str]],
+    interactive: bool,
+) -> str | None:
+    """Why `value` is not what the user answered (or, with no one to ask, the defaults)."""
+    values = value if isinstance(value, list) else [value]
+    if not answers:
+        if field in proof.defaults and value == proof.defaults[field]:
+            return None
+        if interactive:
+            return f"the {field} were never asked for: no question of this run was answered"
+        return (f"the {field} were never asked for (no one could answer in this run) and are "
+                "not the program's defaults")  # fmt: skip
+    said = [_plain(answer) for _, answer in answers]
+    for item in values:
+        if not any(_plain(str(item)) in answer for answer in said if _plain(str(item))):
+            return f"{field}: {str(item)!r} is not among the user's answers in this run"
+    return None
+
+
+def _plain(words: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", words.lower()).split())

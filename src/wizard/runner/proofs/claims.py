@@ -1,0 +1,139 @@
+"""What the agent records for a probe is a claim: these tie it to the app, or say why not.
+
+A runtime probe runs what the skill recorded (a send function, an MCP server's command).
+That proves the app works only if what it runs is the app's: a function the app had before
+the run, or one that code it had calls; a server file the app had, one its own manifests or
+MCP configs start, or what its build makes of one. And a program that moves the app off an
+old path (email over SMTP) is not done while the old calls are still there.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from wizard.programs.types import CallPattern
+from wizard.runner.proofs.codebase import CALLS, Codebase, callee, is_test, nodes, text
+from wizard.runner.proofs.finding import Finding, failed, not_run
+from wizard.runner.proofs.reach import (
+    calls,
+    compiled_from,
+    declared_entries,
+    defines,
+    import_names,
+    imported,
+    js_file,
+)
+
+NOT_JOURNALED = (
+    "wizard cannot tell whether what the skill recorded is the app's: the run was not "
+    "journaled, so nothing says what the project held before it"
+)
+# Words that start a command rather than name the file it runs.
+_LAUNCHERS = frozenset({
+    "python", "python3", "node", "uv", "run", "npx", "bunx", "bun", "deno", "tsx", "ts-node",
+    "poetry", "pipenv", "exec", "--", "pnpm", "yarn", "npm", "start", "uvx",
+})  # fmt: skip
+
+
+def module_file(module: str, folder: str, code: Codebase) -> str | None:
+    """The app file of a recorded entry's module: a Python module name or a script path,
+    from `folder` of the project."""
+    if "/" in module or module.endswith((".js", ".mjs", ".cjs", ".ts", ".py")):
+        return js_file(posixpath.join(folder, module), code) or (
+            posixpath.normpath(posixpath.join(folder, module))
+            if code.has(posixpath.normpath(posixpath.join(folder, module))) else None
+        )  # fmt: skip
+    stem = posixpath.normpath(posixpath.join(folder, *module.split(".")))
+    return next((c for c in (f"{stem}.py", f"{stem}/__init__.py") if code.has(c)), None)
+
+
+def entry_is_apps(code: Codebase, module: str, function: str, folder: str) -> Finding | None:
+    """None when the recorded `module:function` is the app's; else why it proves nothing."""
+    prior = code.before()
+    if prior is None:
+        return not_run(NOT_JOURNALED)
+    file = module_file(module, folder, code)
+    if file is None:
+        return failed(f"the recorded entry {module} is not a file of the app")
+    had = prior.source(file)
+    if had is not None and defines(had, function):
+        return None
+    for source in code.sources:
+        if source.line or is_test(source.path) or not prior.has(source.path):
+            continue
+        if (source.path == file or file in imported(source, code)) and calls(source, function):
+            return None
+    return failed(f"the recorded entry {module}:{function} is not the app's: the app did not "
+                  "have it before the run, and no code the app had calls it")  # fmt: skip
+
+
+def calls_left(code: Codebase, patterns: Sequence[CallPattern]) -> list[str]:
+    """Where the app still makes one of the calls `patterns` name (`path:line callee`)."""
+    found = []
+    for source in code.sources:
+        if is_test(source.path):
+            continue
+        names = set(import_names(source))
+        for pattern in patterns:
+            if pattern.modules and not any(_imports(names, module) for module in pattern.modules):
+                continue
+            for node in nodes(source.root):
+                if node.type in CALLS and callee(node).rsplit(".", 1)[-1] in pattern.names:
+                    found.append(f"{source.where(node)} {callee(node)}")
+    return sorted(set(found))
+
+
+def _imports(names: set[str], module: str) -> bool:
+    return any(name == module or name.startswith(f"{module}.") or name.startswith(f"{module}/")
+               for name in names)  # fmt: skip
+
+
+def server_is_apps(
+    code: Codebase, project: Path, command: Sequence[str], folder: str, tool: str
+) -> Finding | None:
+    """None when the recorded server command starts the app's own server and `tool` is one
+    the app had; else why it proves nothing."""
+    prior = code.before()
+    if prior is None:
+        return not_run(NOT_JOURNALED)
+    started = _started(command, folder, project, code)
+    if started is None:
+        return failed(f"the recorded command ({' '.join(command)}) names no file of the app")
+    declared = declared_entries(prior)
+    made_from = compiled_from(started, prior)
+    if not (prior.has(started) or started in declared or (made_from and prior.has(made_from))):
+        return failed(f"the recorded server {started} is not the app's: it was not in the "
+                      "project before the run, and nothing the project had starts it")  # fmt: skip
+    if not _named_in(prior, tool):
+        return failed(f"the recorded tool {tool!r} is not one the app had before the run")
+    return None
+
+
+def _started(command: Sequence[str], folder: str, project: Path, code: Codebase) -> str | None:
+    """The file a server command runs (`python server.py`, `node build/index.js`,
+    `python -m pkg.server`, `uv run server.py`)."""
+    words = list(command)
+    for index, word in enumerate(words):
+        if word == "-m" and index + 1 < len(words):
+            return module_file(words[index + 1], folder, code)
+        if word.startswith("-") or posixpath.basename(word) in _LAUNCHERS:
+            continue
+        path = posixpath.normpath(posixpath.join(folder, word))
+        if path.startswith("../") or path == "..":
+            return None
+        if code.has(path):
+            return path
+        if (script := js_file(path, code)) is not None:
+            return script
+        if (project / path).is_file():  # a build's output: not among the app's own files
+            return path
+    return None
+
+
+def _named_in(code: Codebase, tool: str) -> bool:
+    """Whether the app's code names `tool` (a function, or a string: a tool's name)."""
+    pattern = re.compile(rb"(?<![\w-])" + re.escape(tool.encode()) + rb"(?![\w-])")
+    return any(pattern.search(text(source.root).encode()) for source in code.sources)

@@ -1,0 +1,68 @@
+"""Whether a program fits a project: checked before the agent starts (a program that does not
+fit ends `not_applicable`, with nothing changed), and again by the proofs on the project as
+it was before the run (an app that never sent email has no send path for a probe to prove,
+whatever the agent wrote).
+
+The check is deliberately generous: a program fits unless the project has no code in the
+program's languages, or none of its code and manifests mentions any of the program's words
+(`smtp`, `nodemailer`, `stripe`). Deciding that a program does not fit means the agent never
+looks, so only a project that plainly lacks what the program needs is turned away; anything
+finer is left to the skill's own stop conditions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from wizard.programs.types import Fit, ProgramConfig
+from wizard.runner.proofs.codebase import GRAMMARS, Codebase
+
+_LANGUAGES = {"python": "Python", "javascript": "JavaScript/TypeScript"}
+_MANIFESTS = frozenset({
+    "package.json", "requirements.txt", "pyproject.toml", "Pipfile", "setup.py", "setup.cfg",
+    "poetry.lock", "uv.lock", "Pipfile.lock",
+})  # fmt: skip
+
+
+def lacks(code: Codebase, fit: Fit) -> str | None:
+    """Why the project does not fit (None when it does)."""
+    languages = {
+        _family(GRAMMARS[suffix]) for suffix in _suffixes(code.files) if suffix in GRAMMARS
+    }
+    if not languages & set(fit.languages):
+        named = " or ".join(_LANGUAGES.get(language, language) for language in fit.languages)
+        return f"the project has no {named} code"
+    signals = tuple(signal.encode() for signal in fit.signals)
+    for path in _ordered(code.files, fit.languages):
+        data = code.read(path)
+        if data is not None and any(signal in data.lower() for signal in signals):
+            return None
+    return fit.lacking
+
+
+def would_fit(code: Codebase, programs: Iterable[ProgramConfig]) -> list[ProgramConfig]:
+    """The programs among `programs` that fit the project."""
+    return [p for p in programs if p.fits is not None and lacks(code, p.fits) is None]
+
+
+def _family(language: str) -> str:
+    return "python" if language == "python" else "javascript"
+
+
+def _suffixes(paths: Iterable[str]) -> set[str]:
+    return {PurePosixPath(path).suffix.lower() for path in paths}
+
+
+def _ordered(paths: Iterable[str], languages: tuple[str, ...]) -> list[str]:
+    """The files the words are looked for in: manifests first (a dependency says most),
+    then the code in the program's languages."""
+    manifests, code = [], []
+    for path in paths:
+        name = PurePosixPath(path).name
+        language = GRAMMARS.get(PurePosixPath(name).suffix.lower())
+        if name in _MANIFESTS or name.startswith("requirements"):
+            manifests.append(path)
+        elif language is not None and _family(language) in languages:
+            code.append(path)
+    return manifests + code

@@ -1,0 +1,157 @@
+"""What the agent records for a probe is a claim: on real apps, an entry or a server the app
+never had (a stub, a client nothing calls, a function added for the probe) is refused before
+anything runs, and so is a run that left the old way of sending in place; the app's own send
+path and server, in several shapes, pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.runner.proofs.apps import after_run, replacing
+from wizard.programs.registry import get_program
+from wizard.programs.types import SendProof
+from wizard.runner.proofs.claims import calls_left, entry_is_apps, server_is_apps
+from wizard.runner.proofs.codebase import Codebase
+from wizard.runner.proofs.finding import Finding
+
+(SEND,) = get_program("transactional-email").proofs
+assert isinstance(SEND, SendProof)
+FLASK = "flask-celery-example"
+FLASK_SEND = """    msg = Message(email_data['subject'],
+                  sender=app.config['MAIL_DEFAULT_SENDER'],
+                  recipients=[email_data['to']])
+    msg.body = email_data['body']
+    with app.app_context():
+        mail.send(msg)
+"""
+FLASK_API = "    send_email(email_data['to'], email_data['subject'], html=email_data['body'])\n"
+IMPORTED = "from celery import Celery\n"
+CLIENT = "import os\nimport urllib.request\n\n\ndef send_email(to, subject, html):\n    pass\n"
+
+
+def _wired(text: str) -> str:
+    """app.py moved onto the client: the Flask-Mail send replaced by a call of it."""
+    text = replacing(FLASK_SEND, FLASK_API)(text)
+    return replacing(IMPORTED, f"{IMPORTED}from posthog_email import send_email\n")(text)
+
+
+def _claim(code: Codebase, module: str, function: str) -> Finding | None:
+    return entry_is_apps(code, module, function, ".")
+
+
+def test_the_apps_own_send_path_moved_to_the_api_is_the_apps(tmp_path: Path) -> None:
+    code = after_run(tmp_path, FLASK, {"posthog_email.py": CLIENT, "app.py": _wired})
+    assert calls_left(code, SEND.replaces) == []
+    assert _claim(code, "app", "send_async_email") is None  # a function the app had
+    assert _claim(code, "posthog_email", "send_email") is None  # one the app's code calls
+
+
+def test_a_client_recorded_while_the_app_still_sends_through_flask_mail_fails(
+    tmp_path: Path,
+) -> None:
+    code = after_run(tmp_path, FLASK, {"posthog_email.py": CLIENT})
+    assert calls_left(code, SEND.replaces) == ["app.py:42 mail.send"]
+    claim = _claim(code, "posthog_email", "send_email")
+    assert claim is not None and claim.status == "failed"
+    assert "no code the app had calls it" in claim.text
+
+
+@pytest.mark.parametrize(
+    ("edits", "module", "function"),
+    [
+        # A stub that posts to the API, the app untouched but for its send gone.
+        ({"stub.py": CLIENT, "app.py": replacing(FLASK_SEND, "    pass\n")}, "stub", "send_email"),
+        # The client imported by the app, never called.
+        ({"posthog_email.py": CLIENT, "app.py": lambda t: _wired(t).replace(FLASK_API, "")},
+         "posthog_email", "send_email"),
+        # A function added to the app's own file for the probe alone.
+        ({"posthog_email.py": CLIENT, "app.py": lambda t: _wired(t).replace(FLASK_API, "")
+          + "\n\ndef probe_me(to):\n    send_email(to, 'a', 'b')\n"}, "app", "probe_me"),
+    ],
+)  # fmt: skip
+def test_an_entry_the_app_never_had_nor_calls_fails(
+    tmp_path: Path, edits: dict[str, object], module: str, function: str
+) -> None:
+    claim = _claim(after_run(tmp_path, FLASK, edits), module, function)  # type: ignore[arg-type]
+    assert claim is not None and claim.status == "failed", claim
+    assert f"{module}:{function} is not the app's" in claim.text
+
+
+def test_an_entry_that_is_no_file_of_the_app_fails(tmp_path: Path) -> None:
+    claim = _claim(after_run(tmp_path, FLASK, {}), "nowhere", "send")
+    assert claim is not None and "is not a file of the app" in claim.text
+
+
+def test_without_a_journal_nothing_says_what_is_the_apps(tmp_path: Path) -> None:
+    code = after_run(tmp_path, FLASK, {})
+    unjournaled = Codebase(code.root)
+    claim = _claim(unjournaled, "app", "send_async_email")
+    assert claim is not None and claim.status == "not_run" and "not journaled" in claim.text
+
+
+def test_nodemailer_left_in_the_express_starter_is_named(tmp_path: Path) -> None:
+    code = after_run(tmp_path, "typescript-node-starter", {})
+    left = calls_left(code, SEND.replaces)
+    assert "src/controllers/contact.ts:46 transporter.sendMail" in left
+    assert any(line.startswith("src/controllers/user.ts:") for line in left)
+
+
+def test_a_send_module_invented_in_an_app_that_never_sent_email_proves_nothing(
+    tmp_path: Path,
+) -> None:
+    """tldr's client sends no email: whatever the agent adds, the program did not fit it."""
+    from wizard.runner.proofs import _unfit
+
+    code = after_run(tmp_path, "tldr-python-client", {"mailer.py": CLIENT})
+    program = get_program("transactional-email")
+    unfit = _unfit(code, program.fits)
+    assert unfit is not None and unfit.status == "failed"
+    assert unfit.text.startswith("before the run no code here sends email")
+    assert _unfit(after_run(tmp_path / "b", FLASK, {}), program.fits) is None
+
+
+PYTHON_MCP, TS_MCP = "mcp-weather-server-python", "mcp-weather-server-typescript"
+STUB = "from mcp.server.fastmcp import FastMCP\nm = FastMCP('x')\n"
+
+
+@pytest.mark.parametrize(
+    ("app", "edits", "command", "tool"),
+    [
+        (PYTHON_MCP, {"analytics.py": "x = 1\n"}, ["python", "weather.py"], "get_alerts"),
+        (PYTHON_MCP, {}, ["uv", "run", "weather.py"], "get_forecast"),
+        (PYTHON_MCP, {}, ["python", "-m", "weather"], "get_alerts"),
+        # Its build's output, which package.json's `bin` names.
+        (TS_MCP, {}, ["node", "build/index.js"], "get-alerts"),
+        (TS_MCP, {}, ["npx", "tsx", "src/index.ts"], "get-forecast"),
+    ],
+)
+def test_the_apps_own_server_passes(
+    tmp_path: Path, app: str, edits: dict[str, str], command: list[str], tool: str
+) -> None:
+    code = after_run(tmp_path, app, edits)
+    if command[-1] == "build/index.js":
+        (code.root / "build").mkdir()
+        (code.root / "build" / "index.js").write_text("// built\n")
+    assert server_is_apps(code, code.root, command, ".", tool) is None
+
+
+@pytest.mark.parametrize(
+    ("app", "edits", "command", "tool", "reason"),
+    [
+        (PYTHON_MCP, {"stub.py": STUB}, ["python", "stub.py"], "get_alerts",
+         "the recorded server stub.py is not the app's"),
+        (TS_MCP, {"stub.mjs": "export {}\n"}, ["node", "stub.mjs"], "get-alerts",
+         "the recorded server stub.mjs is not the app's"),
+        (PYTHON_MCP, {}, ["python", "weather.py"], "ping",
+         "the recorded tool 'ping' is not one the app had"),
+        (PYTHON_MCP, {}, ["python", "-c", "import weather"], "get_alerts", "names no file"),
+    ],
+)  # fmt: skip
+def test_a_server_or_tool_the_app_never_had_fails(
+    tmp_path: Path, app: str, edits: dict[str, str], command: list[str], tool: str, reason: str
+) -> None:
+    code = after_run(tmp_path, app, edits)
+    claim = server_is_apps(code, code.root, command, ".", tool)
+    assert claim is not None and claim.status == "failed" and reason in claim.text, claim
