@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet_world import (
-    ABORTED,
+    NOT_APPLICABLE,
     PROGRAM,
     PROVEN_NODE,
     PROVEN_PYTHON,
@@ -49,7 +49,7 @@ from wizard.fleet.server import ensure_server, stop_server, temporal_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
-MIX = [PROVEN_NODE, PROVEN_PYTHON, UNVERIFIED, PROVEN_NODE, ABORTED]
+MIX = [PROVEN_NODE, PROVEN_PYTHON, UNVERIFIED, PROVEN_NODE, NOT_APPLICABLE]
 
 
 def _wizard(*args: str, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:

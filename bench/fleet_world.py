@@ -4,8 +4,9 @@ gateway that answers all their runs (the fleet's bench and its tests share it).
 Each repository is a fresh copy of an app, committed to a git repository of its own, its
 `SOURCE.md` tagged with a token. Every run's agent first reads `SOURCE.md`; the gateway
 (`by_history`) tells the runs apart by the token in that tool result and answers each from
-its case's transcript (the truth bench's: the correct integration, a sabotaged one, or the
-app no program fits), at the step its history says. A run started over gets its transcript
+its case's transcript (the truth bench's: a correct integration, a sabotaged one, or an app
+the program does not fit, which ends before any model is asked), at the step its history
+says. A run started over gets its transcript
 from the start.
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_truth import CASES, Case
+from truth_cases import CASES, Case
 
 from wizard.testing.script import call, reply, said
 
@@ -28,10 +29,13 @@ MODEL = "scripted-fleet-model"
 # USD per million tokens (in, out, cache read, cache write): each run costs a little.
 PRICES = {MODEL: [3.0, 15.0, 0.3, 3.75]}
 # What each kind of repository deserves, by app and the truth bench's case.
-PROVEN_NODE = ("stripe-checkout-node", "correct")
-PROVEN_PYTHON = ("stripe-checkout-python", "correct")
+PROVEN_NODE = ("stripe-checkout-node", "correct: the request's distinct id")
+PROVEN_PYTHON = ("stripe-checkout-python", "correct: the session's user")
 UNVERIFIED = ("stripe-checkout-node", "syntax error")
-ABORTED = ("todomvc-javascript-es5", "no program fits")
+NOT_APPLICABLE = ("todomvc-javascript-es5", "no Stripe (does not fit)")
+# The row each kind of truth-bench case ends as in a fleet (the apps' dependencies are not
+# installed: the revenue proof is static).
+ROWS = {"correct": "proven", "sabotaged": "unverified", "does not fit": "not applicable"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class World:
     repos_file: Path
     repos: tuple[Path, ...]
     scenario: dict[str, Any]
-    deserves: dict[str, str]  # repository folder name → proven | unverified | aborted
+    deserves: dict[str, str]  # repository folder name → proven | unverified | not applicable
 
 
 def _case(app: str, name: str) -> Case:
@@ -49,8 +53,6 @@ def _case(app: str, name: str) -> Case:
 
 
 def _transcript(case: Case, corpus: Path) -> list[dict[str, Any]]:
-    if case.abort is not None:
-        return [reply(call("read", path="README.md")), said(f"[ABORT] {case.abort}\n")]
     assert case.edit is not None
     edits = case.edit(corpus / case.app) or [call("read", path="README.md")]
     return [reply(*edits), said("Done."), said("-")]
@@ -85,9 +87,7 @@ def build_world(
         transcript = [OPENING, *(first or {}).get(number, []), *_transcript(case, corpus)]
         conversations.append({"match": token, "responses": transcript})
         repos.append(repo)
-        deserves[repo.name] = {"proven": "proven", "not proven": "unverified"}.get(
-            case.deserves, case.deserves
-        )
+        deserves[repo.name] = ROWS[case.deserves]
     conversations.append({"responses": [OPENING]})  # every run's first request
     repos_file = where / "repos.txt"
     repos_file.write_text("".join(f"{repo}\n" for repo in repos))

@@ -36,6 +36,22 @@ def send_welcome(to):
 ENTRY = {"module": "mailer", "function": "send_welcome", "args": ["{recipient}"]}
 
 
+BILLING = """import stripe
+
+
+def checkout(user):
+    return stripe.checkout.Session.create(mode="payment")
+"""
+
+
+def stripe_app(project: Path) -> Path:
+    """`project` made an app that calls Stripe, untagged (`billing.py`): one the
+    revenue-analytics program fits."""
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "billing.py").write_text(BILLING)
+    return project
+
+
 def email_app(project: Path) -> Path:
     """`project` made an app that sends email over SMTP (`mailer.py`): one the
     transactional-email program fits."""

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.integrations import email_app
 from tests.scenarios.conftest import pi_processes_in, wizard_env
 
 pytestmark = pytest.mark.live
@@ -48,8 +49,7 @@ class Run:
     """`wizard run` in a process of its own, on a project with a sleeper script."""
 
     def __init__(self, tmp_path: Path, url: str, *extra: str) -> None:
-        self.project = tmp_path / "project"
-        self.project.mkdir()
+        self.project = email_app(tmp_path / "project")
         self.sleeper = self.project / "sleeper.py"
         self.sleeper.write_text(SLEEPER)
         self.outcome_file = tmp_path / "outcome.json"

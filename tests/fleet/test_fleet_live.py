@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import psutil
 import pytest
-from fleet_world import ABORTED, PROGRAM, PROVEN_NODE, PROVEN_PYTHON, UNVERIFIED
+from fleet_world import NOT_APPLICABLE, PROGRAM, PROVEN_NODE, PROVEN_PYTHON, UNVERIFIED
 
 from tests.fleet.conftest import Fleet
 from wizard.schemas import fleet_schema
@@ -41,7 +41,7 @@ def _git(repo: Path, *args: str) -> str:
 def test_each_repository_ends_as_it_deserves_and_a_rerun_reuses_the_branches(
     fleet_world: Any,
 ) -> None:
-    fleet: Fleet = fleet_world([PROVEN_NODE, UNVERIFIED, ABORTED, PROVEN_PYTHON])
+    fleet: Fleet = fleet_world([PROVEN_NODE, UNVERIFIED, NOT_APPLICABLE, PROVEN_PYTHON])
     run = ("fleet", "run", PROGRAM, "--repos", str(fleet.world.repos_file), "--publish",
            "branch", "--max-parallel", "2", "--json")  # fmt: skip
     done = fleet.wizard(*run)
@@ -50,8 +50,8 @@ def test_each_repository_ends_as_it_deserves_and_a_rerun_reuses_the_branches(
     assert _ended(first) == fleet.world.deserves
     assert first["finished"] and not first["budget_spent"] and first["cost_usd"] > 0
     rows = {row["repo"]: row for row in first["rows"]}
-    aborted = rows["todomvc-javascript-es5-2"]
-    assert aborted["reason"] == "could not find a stripe integration" and not aborted["branch"]
+    unfit = rows["todomvc-javascript-es5-2"]
+    assert unfit["reason"] == "nothing here uses Stripe" and not unfit["branch"]
     assert "not proven" in rows["stripe-checkout-node-1"]["reason"]
     for repo in fleet.world.repos:
         row = rows[repo.name]
@@ -95,7 +95,7 @@ def test_a_killed_worker_and_server_leave_nothing_behind_and_the_fleet_goes_on_w
     same command again starts the server on its state and joins the fleet."""
     from wizard.fleet.server import running_server
 
-    fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, ABORTED])
+    fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, NOT_APPLICABLE])
     run = [sys.executable, "-m", "wizard", "fleet", "run", PROGRAM, "--repos",
            str(fleet.world.repos_file), "--max-parallel", "1", "--json"]  # fmt: skip
     said = fleet.gateway_log.parent / "first-fleet.err"
@@ -135,7 +135,7 @@ def test_a_killed_worker_and_server_leave_nothing_behind_and_the_fleet_goes_on_w
 
 
 def test_no_repository_starts_once_the_fleets_budget_is_spent(fleet_world: Any) -> None:
-    fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, ABORTED])
+    fleet: Fleet = fleet_world([PROVEN_NODE, PROVEN_PYTHON, NOT_APPLICABLE])
     done = fleet.wizard("fleet", "run", PROGRAM, "--repos", str(fleet.world.repos_file),
                         "--max-parallel", "1", "--max-cost", "0.01", "--json")  # fmt: skip
     assert done.returncode == 1
@@ -153,7 +153,7 @@ def test_two_workers_share_a_fleet_on_a_separately_started_server(
 ) -> None:
     from wizard.fleet.server import temporal_binary
 
-    fleet: Fleet = fleet_world([PROVEN_NODE, UNVERIFIED, ABORTED, PROVEN_PYTHON])
+    fleet: Fleet = fleet_world([PROVEN_NODE, UNVERIFIED, NOT_APPLICABLE, PROVEN_PYTHON])
     port, ui = _free_port(), _free_port()
     server = subprocess.Popen(
         [str(temporal_binary()), "server", "start-dev", "--headless", "--ip", "127.0.0.1",

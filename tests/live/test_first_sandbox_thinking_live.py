@@ -13,6 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.integrations import email_app
 from wizard.events import EventRecorder
 from wizard.programs import get_program
 from wizard.runner import RunFlags, plan_run, run_program
@@ -70,12 +71,13 @@ async def test_a_run_that_ends_on_its_first_reply_leaves_nothing_of_the_sandbox_
         looking.cancel()
     assert (outcome.status, outcome.reason) == ("aborted", "no email provider here")
     assert ".bashrc" in seen, seen  # the sandbox made while the model thought
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".claude", "app.py"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".claude", "app.py", "mailer.py"]
     assert all(path.startswith(".claude/skills/") for path in outcome.changed_files), outcome
     assert outcome.repositories_added == () and not outcome.dependency_changes
 
 
 async def _run(engine: str, project: Path, first: dict[str, Any]) -> tuple[Any, list[Any]]:
+    email_app(project)
     scenario = {"responses": [first, said("Done."), said("[WIZARD-REMARK] none")]}
     async with ScriptedGateway(scenario) as gateway:
         plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url=gateway.url,

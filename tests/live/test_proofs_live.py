@@ -11,14 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.integrations import ENTRY as ENTRY_RECORD
 from tests.integrations import SENDER
+from tests.runner.proofs.apps import after_run, replacing
 from wizard.outcome import ProofResult
 from wizard.programs.registry import get_program
-from wizard.runner.proofs import prove
+from wizard.runner.proofs import Before, RunFacts, prove
 from wizard.runner.verification import check_runner
 from wizard.tools.sandbox import build_policy
 
 pytestmark = pytest.mark.live
+# Every file of these projects was there before the run: the app's own (the probes' claims
+# against the tree before the run are tested in tests/runner/proofs).
+APPS_OWN = RunFacts(before=Before({}))
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 EMAIL = get_program("transactional-email").proofs
@@ -34,13 +39,16 @@ NODE_SENDER = """export async function sendReset(to) {
 """
 
 
-async def _prove(project: Path, *, sandboxed: bool = True) -> ProofResult:
+async def _prove(
+    project: Path, *, sandboxed: bool = True, facts: RunFacts = APPS_OWN
+) -> ProofResult:
     run_tmp = Path(tempfile.mkdtemp(prefix="wizard-run-"))
     workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
     try:
         policy = build_policy(project, run_tmp) if sandboxed else None
         runner = check_runner(policy, workspace)
-        (result,) = await prove(EMAIL, project, runner.sandbox, workspace, runner.unsandboxable)
+        (result,) = await prove(EMAIL, project, runner.sandbox, workspace, runner.unsandboxable,
+                                facts)  # fmt: skip
     finally:
         shutil.rmtree(run_tmp, ignore_errors=True)
         shutil.rmtree(workspace, ignore_errors=True)
@@ -50,9 +58,8 @@ async def _prove(project: Path, *, sandboxed: bool = True) -> ProofResult:
 def _project(tmp_path: Path, sender: str = SENDER, entry: dict[str, object] | None = None) -> Path:
     project = tmp_path / "project"
     project.mkdir()
-    (project / "wizard_test_sender.py").write_text(sender)
-    entry = entry or {"module": "wizard_test_sender", "function": "send_email",
-                      "args": ["{recipient}"]}  # fmt: skip
+    (project / "mailer.py").write_text(sender)
+    entry = entry or ENTRY_RECORD
     (project / ".posthog").mkdir()
     (project / ENTRY).write_text(json.dumps(entry))
     return project
@@ -64,7 +71,7 @@ async def test_a_send_that_reaches_the_api_is_proven_and_leaves_nothing(tmp_path
     before = sorted(p.name for p in project.iterdir())
     result = await _prove(project)
     assert (result.kind, result.status) == ("runtime", "proven"), result.reason
-    assert "wizard_test_sender:send_email sent one POST /api/email/send" in result.evidence
+    assert "mailer:send_welcome sent one POST /api/email/send" in result.evidence
     assert sorted(p.name for p in project.iterdir()) == before  # no bytecode, nothing else
 
 
@@ -79,7 +86,7 @@ async def test_a_send_that_reaches_the_api_is_proven_and_leaves_nothing(tmp_path
         (("    urllib.request.urlopen(request, timeout=10).read()\n", "    pass\n"),
          "sent nothing"),
         # One send, two requests.
-        (("def send_email(to):\n", "def send_email(to):\n    _send(to)\n    _send(to)\n\n\n"
+        (("def send_welcome(to):\n", "def send_welcome(to):\n    _send(to)\n    _send(to)\n\n\n"
           "def _send(to):\n"), "2 requests"),
     ],
 )  # fmt: skip
@@ -105,15 +112,22 @@ async def test_a_node_send_with_fetch_is_proven(tmp_path: Path) -> None:
 async def test_a_real_app_whose_dependencies_are_missing_is_not_proven_and_says_why(
     tmp_path: Path,
 ) -> None:
-    """flask-celery-example imports Flask-Mail and Celery, not installed here: the probe
-    cannot run it, so the run is set up, not proven, never proven."""
-    project = tmp_path / "project"
-    shutil.copytree(CORPUS / "flask-celery-example", project)
+    """flask-celery-example, its send moved onto the client, imports Flask-Mail and Celery,
+    not installed here: the probe cannot run it, so the run is set up, not proven, never
+    proven."""
+    sender = (
+        '"""Sends email through the API."""\n\n\ndef send_email(to, subject, html):\n    pass\n'
+    )
     entry = {"module": "app", "function": "send_async_email",
              "args": [{"to": "{recipient}", "subject": "Hi", "body": "Hello"}]}  # fmt: skip
-    (project / ".posthog").mkdir()
-    (project / ENTRY).write_text(json.dumps(entry))
-    result = await _prove(project)
+    code = after_run(tmp_path, "flask-celery-example", {
+        "posthog_email.py": sender,
+        "app.py": replacing("        mail.send(msg)\n", "        send_email(msg.recipients[0], "
+                            "msg.subject, msg.body)\n"),
+        ENTRY: json.dumps(entry),
+    })  # fmt: skip
+    assert code.changes is not None
+    result = await _prove(code.root, facts=RunFacts(before=code.changes))
     assert result.status == "not_run", result
     assert result.reason.startswith("a dependency is missing: ")
 
@@ -121,9 +135,11 @@ async def test_a_real_app_whose_dependencies_are_missing_is_not_proven_and_says_
 async def test_no_entry_fails_and_no_sandbox_or_typescript_does_not_run(tmp_path: Path) -> None:
     project = _project(tmp_path)
     assert (await _prove(project, sandboxed=False)).status == "not_run"
+    (project / "src").mkdir()
+    (project / "src" / "mailer.ts").write_text("export async function send(to: string) {}\n")
     (project / ENTRY).write_text(json.dumps({"module": "src/mailer.ts", "function": "send"}))
     assert (await _prove(project)).status == "not_run"
-    outside = {"module": "wizard_test_sender", "function": "send_email", "folder": "../.."}
+    outside = {**ENTRY_RECORD, "folder": "../.."}
     (project / ENTRY).write_text(json.dumps(outside))
     escaped = await _prove(project)
     assert escaped.status == "failed" and "is not one of the project's" in escaped.reason
@@ -174,7 +190,8 @@ async def _prove_mcp(project: Path, packages: Path) -> ProofResult:
     workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
     try:
         runner = check_runner(build_policy(project, run_tmp).reading(packages), workspace)
-        (result,) = await prove(MCP, project, runner.sandbox, workspace, runner.unsandboxable)
+        (result,) = await prove(MCP, project, runner.sandbox, workspace, runner.unsandboxable,
+                                APPS_OWN)  # fmt: skip
     finally:
         shutil.rmtree(run_tmp, ignore_errors=True)
         shutil.rmtree(workspace, ignore_errors=True)
@@ -209,6 +226,68 @@ async def test_an_mcp_servers_tool_call_must_be_captured(
     assert reason in result.reason
     if status == "proven":
         assert "called the tool get_alerts over stdio" in result.evidence
+
+
+# PostHog's own MCP wrapper (`posthog.mcp.instrument`), as its docs show it: it sends a
+# `$mcp_tools_list` event naming every tool when the client lists them, and `$mcp_tool_call`
+# with `$mcp_tool_name` on each call.
+WRAPPED = """import os
+
+from mcp.server.mcpserver import MCPServer
+from posthog import Posthog
+from posthog.mcp import instrument
+
+server = MCPServer("weather")
+instrument(server, Posthog(os.environ["POSTHOG_API_KEY"], host=os.environ["POSTHOG_HOST"],
+                           flush_interval=0.5))
+
+
+@server.tool()
+def get_alerts(state: str) -> str:
+    return f"No alerts for {state}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+"""
+# A capture sent once, at start-up, naming the tool, and none when it is called.
+AT_START = SERVER.replace(
+    'server = MCPServer("weather")\n',
+    'server = MCPServer("weather")\nposthog.capture("server ready", distinct_id="mcp", '
+    'properties={"tool": "get_alerts", "tools": ["get_alerts"]})\n',
+).replace("    posthog.capture(", "    if False: posthog.capture(")
+# The tool needs a key of its own, which the probe does not have: its call is captured, then
+# it fails; a server that needs one to start cannot be proven either way.
+OWN_KEY_IN_TOOL = SERVER.replace(
+    '    return f"No alerts for {state}"', '    return os.environ["WEATHER_API_KEY"]'
+)
+OWN_KEY_TO_START = SERVER.replace('server = MCPServer("weather")\n',
+                                  'WEATHER = os.environ["WEATHER_API_KEY"]\n'
+                                  'server = MCPServer("weather")\n')  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("source", "status", "said"),
+    [
+        (WRAPPED, "proven", "after the call an event naming it arrived"),
+        (AT_START, "failed", "sent no capture naming it"),
+        (OWN_KEY_IN_TOOL, "proven", "the tool itself failed"),
+        (OWN_KEY_TO_START, "not_run", "KeyError: 'WEATHER_API_KEY'"),
+    ],
+)
+async def test_only_a_capture_the_call_caused_counts_and_an_apps_own_key_is_not_blamed(
+    tmp_path: Path, source: str, status: str, said: str
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    packages = _with_dependencies(project)
+    (project / "server.py").write_text(source)
+    (project / ".posthog").mkdir()
+    entry = {"command": ["python", "server.py"], "tool": "get_alerts", "arguments": {"state": "CA"}}
+    (project / ".posthog" / "mcp-probe.json").write_text(json.dumps(entry))
+    result = await _prove_mcp(project, packages)
+    assert result.status == status, result
+    assert said in (result.evidence or result.reason)
 
 
 async def test_the_real_weather_server_without_its_dependencies_is_not_proven(

@@ -14,6 +14,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.integrations import email_app
 from wizard.events import EventRecorder
 from wizard.programs import get_program
 from wizard.runner import RunFlags, plan_run, run_program
@@ -62,6 +63,7 @@ async def _run(
     engine: str, project: Path, first: dict[str, Any], fails: bool, delay: float = 0.5,
     engine_timeout: float | None = None, then: tuple[dict[str, Any], ...] = (),
 ) -> Any:  # fmt: skip
+    email_app(project)
     scenario = {"responses": [first, *then, said("Done."), said("[WIZARD-REMARK] none")]}
     async with ScriptedGateway(scenario) as gateway:
         plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url=gateway.url,
@@ -103,7 +105,7 @@ async def test_a_skill_install_that_fails_after_the_first_request_runs_no_tool(
     assert (outcome.status, outcome.outro.message) == (
         "failed", "Skill install failed: download-failed"
     )  # fmt: skip
-    assert sorted(path.name for path in tmp_path.iterdir()) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mailer.py"]
 
 
 @pytest.mark.parametrize("engine", ["pi", "anthropic"])
@@ -137,7 +139,10 @@ async def test_the_anthropic_shell_s_first_command_finds_its_sandbox_made(
     outcome, requests = await _run("anthropic", tmp_path, first, fails=False)
     assert outcome.status == "unverified", (outcome.status, outcome.reason)
     assert "made-ahead" in str(requests[1].body) and wrapped == []
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".claude"]  # the skill's
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".claude",
+        "mailer.py",
+    ]  # the skill's
 
 
 def _with_kept_scripts(project: Path) -> None:
@@ -168,7 +173,11 @@ async def test_the_first_command_runs_in_a_sandbox_made_ahead_and_kept_for_the_s
     assert "first-ran" in str(requests[1].body)
     answered = str(requests[2].body["messages"][-1])  # the second command's result
     assert "kept-42" in answered and "No such file" not in answered
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".claude", "package.json"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".claude",
+        "mailer.py",
+        "package.json",
+    ]
 
 
 @pytest.mark.parametrize("engine", ["pi", "anthropic"])

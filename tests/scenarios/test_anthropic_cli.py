@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import stripe_app
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
 
@@ -15,8 +16,7 @@ pytestmark = pytest.mark.live
 
 
 def _run(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
+    project = stripe_app(tmp_path / "project")
     return run_wizard(
         "run",
         "revenue-analytics",

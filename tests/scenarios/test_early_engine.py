@@ -12,6 +12,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.integrations import email_app
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.engines.bundle import check_unchanged
 from wizard.engines.bundle import pi_prefix as installed_prefix
@@ -27,8 +28,7 @@ def test_a_run_adopts_the_host_started_with_the_process(
 ) -> None:
     check_unchanged(installed_prefix())  # the engine's record, as `wizard engines install pi` makes
     url, _ = gateway_process({"responses": [said("[ABORT] no email sending code found\n")]})
-    project = tmp_path / "project"
-    project.mkdir()
+    project = email_app(tmp_path / "project")
     (project / "app.py").write_text("print('hi')\n")
     done = run_wizard("run", "transactional-email", "--project", str(project), "--ci",
                       env=wizard_env(tmp_path, WIZARD_GATEWAY_URL=url))  # fmt: skip
@@ -45,6 +45,7 @@ def test_a_run_s_first_snapshot_takes_the_listings_made_with_the_process(
     (project / "node_modules" / "left-pad").mkdir(parents=True)
     (project / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1;\n")
     (project / "app.js").write_text("require('left-pad');\n")
+    email_app(project)
     state = tmp_path / "state"
     env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_STATE_DIR=str(state))
     done = run_wizard("run", "transactional-email", "--project", str(project), "--ci", env=env)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_app
 from tests.scenarios.conftest import wizard_env
 from wizard.engines.bundle import check_unchanged, pi_prefix
 from wizard.testing.cli import run_wizard
@@ -28,8 +29,7 @@ def test_a_run_refuses_a_changed_engine(
     lazy.chmod(0o644)
     lazy.write_text(lazy.read_text() + " ")  # a module pi's host loads on first image read
     url, _ = gateway_process({"responses": [{"blocks": [{"text": "never asked"}]}]})
-    project = tmp_path / "project"
-    project.mkdir()
+    project = email_app(tmp_path / "project")
     outcome = tmp_path / "outcome.json"
     run = run_wizard(
         "run",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import stripe_app
 from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call
@@ -17,8 +18,7 @@ pytestmark = pytest.mark.live
 
 
 def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
+    project = stripe_app(tmp_path / "project")
     return run_wizard(
         "run",
         "revenue-analytics",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations import email_sent
+from tests.integrations import email_app, email_sent, stripe_app
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
@@ -64,7 +64,7 @@ def _project(root: Path) -> Path:
     (project / ".env").write_text("EXISTING=1\n")
     (project / "node_modules" / "left-pad").mkdir(parents=True)
     (project / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1\n")
-    return project
+    return stripe_app(email_app(project))
 
 
 def _wizard(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_app, stripe_app
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
 from wizard.testing.cli import run_wizard
@@ -32,8 +33,8 @@ READ_SKILL = {
 
 
 def _project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
+    """An app both programs these tests run fit: it sends email, and calls Stripe."""
+    project = stripe_app(email_app(tmp_path / "project"))
     (project / "app.py").write_text("print('hello')\n")
     return project
 
@@ -227,8 +228,7 @@ def test_skill_command_without_abort_cases_shows_the_generic_screen(
 def test_a_turn_budget_ends_the_run_as_budget_exceeded_and_keeps_undo(
     tmp_path: Path, gateway_process: Any
 ) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
+    project = email_app(tmp_path / "project")
     (project / "app.py").write_text("print('hi')\n")
     write = {"tool_call": {"name": "write", "arguments": {"path": "a.txt", "content": "x"}}}
     url, _ = gateway_process({"responses": [

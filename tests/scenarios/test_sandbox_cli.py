@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations import email_sent
+from tests.integrations import email_app, email_sent
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply
@@ -32,8 +32,7 @@ DONE = {
 
 
 def _wizard(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
+    project = email_app(tmp_path / "project")
     return run_wizard(
         "run",
         "transactional-email",

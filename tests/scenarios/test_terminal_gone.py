@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations import email_sent
+from tests.integrations import email_app, email_sent
 from tests.scenarios.conftest import wizard_env
 from wizard.testing.script import reply, said
 
@@ -25,8 +25,7 @@ def test_the_run_and_its_outcome_outlive_the_terminal(
     tmp_path: Path, gateway_process: Any, ci: bool
 ) -> None:
     url, _ = gateway_process({"responses": [reply(*email_sent()), said("Done."), said("-")]})
-    project = tmp_path / "project"
-    project.mkdir()
+    project = email_app(tmp_path / "project")
     outcome_file = tmp_path / "outcome.json"
     read, write = os.pipe()
     process = subprocess.Popen(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations import email_sent
+from tests.integrations import email_app, email_sent
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, wizard_env
 from wizard.testing.cli import run_wizard
@@ -27,7 +27,7 @@ def _project(tmp_path: Path) -> Path:
     (project / "src" / "mailer.py").write_text("def send(text):\n    print(text)\n")
     (project / "run.sh").write_text("#!/bin/sh\necho run\n")
     (project / "run.sh").chmod(0o750)
-    return project
+    return email_app(project)
 
 
 def _wizard(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations import email_sent
+from tests.integrations import email_app, email_sent
 from tests.scenarios.conftest import wizard_env
 from wizard.testing.cli import run_wizard
 from wizard.testing.gateway import ScriptedGateway
@@ -118,7 +118,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 
 def _project(project: Path, w: World) -> None:
     """The user's project: an app, a `.env`, a nested repository and a submodule."""
-    project.mkdir()
+    email_app(project)
     (project / "app.py").write_text("print('app')\n")
     w.canaries["env"] = env = f"CANARY-env-{secrets.token_hex(6)}"
     (project / ".env").write_text(f"API_KEY={env}\n")

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.integrations import email_app
 from tests.scenarios.conftest import gateway_process
 from tests.security.conftest import World, aborted_run
 from wizard.testing.cli import run_wizard
@@ -61,7 +62,7 @@ def _app(root: Path) -> Path:
     (project / LEFTPAD).write_text("module.exports = (s) => s;\n")
     (project / APP).write_text("console.log(require('leftpad')('ok'));\n")
     (project / "package.json").write_text(json.dumps({"name": "app"}))
-    return project
+    return email_app(project)
 
 
 def _run_script(engine: str, project: Path, script: str, abort: dict[str, Any], tmp_path: Path,

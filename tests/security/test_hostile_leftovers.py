@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations import email_sent
+from tests.integrations import email_app, email_sent
 from tests.scenarios.conftest import gateway_process, wizard_env
 from tests.security.conftest import DONE, SET_UP, World
 from wizard.testing.cli import run_wizard
@@ -63,7 +63,7 @@ def _project(root: Path) -> Path:
     site.mkdir(parents=True)
     (project / "index.js").write_text("console.log(require('leftpad')('ok'));\n")
     (project / "package.json").write_text(json.dumps({"name": "app"}))
-    return project
+    return email_app(project)
 
 
 def test_what_the_journal_could_not_store_is_named_shown_and_undone(

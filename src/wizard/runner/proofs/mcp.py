@@ -24,6 +24,7 @@ import urllib.parse
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -98,7 +99,7 @@ async def mcp_probe(
         calling = _Calling(sink)
 
         def arrived() -> bool:
-            return bool(_captures(calling.after(), server.tool, probe.key))
+            return bool(_captures(calling.events(), server.tool, probe.key))
 
         call = _call(shell_command(script, probe.sandbox), project, server, stderr, calling,
                      lambda: _wait_for(arrived, CAPTURE_WAIT_S[0]))  # fmt: skip
@@ -108,30 +109,50 @@ async def mcp_probe(
             if calling.began:  # a capture the call caused still proves it
                 await _wait_for(arrived, CAPTURE_WAIT_S[1])
                 if arrived():
-                    return _judge(proof, server, calling.after(), probe.key, f"{exc!r}")
+                    return _judge(proof, server, calling.events(), probe.key, f"{exc!r}")
             return _not_started(server, exc, stderr.read_text(errors="replace"))
         if isinstance(called, Finding):
             return called
         await _wait_for(arrived, CAPTURE_WAIT_S[1])  # stopped, the server flushed its queue
-    return _judge(proof, server, calling.after(), probe.key, called)
+    return _judge(proof, server, calling.events(), probe.key, called)
 
 
 @dataclass
 class _Calling:
-    """Where the sink's requests stood when the tool call began: only later ones count."""
+    """Where the sink's requests stood when the tool call began, and when that was: only
+    events that arrived later, and were made later, count."""
 
     sink: ProbeSink
     mark: int | None = None
+    began_at: float = 0.0
 
     @property
     def began(self) -> bool:
         return self.mark is not None
 
     def begin(self) -> None:
-        self.mark = len(self.sink.received)
+        self.mark, self.began_at = len(self.sink.received), time.time()
 
-    def after(self) -> list[Received]:
-        return [] if self.mark is None else self.sink.received[self.mark :]
+    def events(self) -> list[tuple[dict[str, Any], str]]:
+        """The events sent since the call began (an SDK's queue may deliver one made at
+        start-up after it: its own timestamp says when it was made)."""
+        if self.mark is None:
+            return []
+        return [(event, key) for request in self.sink.received[self.mark :]
+                for event, key in events(request)
+                if not _made_before(event, self.began_at)]  # fmt: skip
+
+
+def _made_before(event: dict[str, Any], moment: float) -> bool:
+    """Whether `event`'s timestamp (when it has one) is before `moment`, by more than a
+    timestamp's rounding (milliseconds): the server runs on this machine's clock."""
+    stamp = event.get("timestamp") or (event.get("properties") or {}).get("$time")
+    try:
+        when = (float(stamp) if isinstance(stamp, int | float)
+                else datetime.fromisoformat(str(stamp)).timestamp())  # fmt: skip
+    except (TypeError, ValueError):
+        return False
+    return when < moment - 0.01
 
 
 async def _call(
@@ -242,10 +263,10 @@ def _names(event: dict[str, Any], tool: str) -> bool:
     return event.get("event") == tool or any(value == tool for value in properties.values())
 
 
-def _captures(received: list[Received], tool: str, key: str) -> list[dict[str, Any]]:
-    """The events among `received` that capture a call of `tool` with `key`."""
-    return [event for r in received for event, sent_with in events(r)
-            if _names(event, tool) and sent_with == key]  # fmt: skip
+def _captures(sent: list[tuple[dict[str, Any], str]], tool: str, key: str) -> list[dict[str, Any]]:
+    """The events among `sent` (each with its key) that capture a call of `tool` with
+    `key`."""
+    return [event for event, sent_with in sent if _names(event, tool) and sent_with == key]
 
 
 async def _wait_for(found: Callable[[], bool], seconds: float) -> None:
@@ -276,20 +297,23 @@ _CREDENTIALS = (
 
 
 def _judge(
-    proof: McpProof, server: Server, after: list[Received], key: str, tool_error: str = ""
+    proof: McpProof,
+    server: Server,
+    after: list[tuple[dict[str, Any], str]],
+    key: str,
+    tool_error: str = "",
 ) -> Finding:
     if _captures(after, server.tool, key):
         failing = f" (the tool itself failed: {tool_error[:120]})" if tool_error else ""
         return proven(f"wizard called the tool {server.tool} over stdio, and after the call an "
                       f"event naming it arrived with the key from {proof.key_variable}"
                       f"{failing}")  # fmt: skip
-    named = [event for r in after for event, _ in events(r) if _names(event, server.tool)]
-    if named:
+    if any(_names(event, server.tool) for event, _ in after):
         return failed(f"the capture of {server.tool} did not carry the key from "
                       f"{proof.key_variable} (a key written into the code?)")  # fmt: skip
     if tool_error and (credential := own_credential(tool_error)) is not None:
         return not_run(f"the tool needs a credential of its own ({credential}), which the "
                        "probe does not have, and sent no capture: cannot tell")  # fmt: skip
-    others = f" ({len(after)} other request(s) after it)" if after else ""
+    others = f" ({len(after)} other event(s) after it)" if after else ""
     return failed(f"calling the tool {server.tool} sent no capture naming it to the host in "
                   f"{proof.host_variable}{others}")  # fmt: skip
