@@ -20,6 +20,7 @@ def _proofs(*statuses: str) -> dict[str, Any]:
         ({"status": "succeeded", "verification": _proofs("proven", "not run")}, "set up"),
         ({"status": "succeeded"}, "set up"),
         ({"status": "aborted", "reason": "no stripe"}, "aborted"),
+        ({"status": "not_applicable", "reason": "nothing here uses Stripe"}, "not applicable"),
         ({"status": "unverified"}, "unverified"),
         ({"status": "failed", "error_type": "WIZARD_SECURITY_VIOLATION"}, "failed"),
         ({"status": "usage_error", "reason": "a preview needs the sandbox"}, "failed"),

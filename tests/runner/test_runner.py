@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.integrations import email_app
+from tests.integrations import email_app, stripe_app
 from wizard.events import EventRecorder, RunStarted
 from wizard.outcome import Outcome
 from wizard.programs import get_program
@@ -203,3 +203,28 @@ async def test_an_engine_that_takes_a_while_to_prepare_shows_a_spinner(tmp_path:
         SpinnerMessage("Preparing the pi engine: pi 0.73.1 installed."),
         SpinnerStopped("The pi engine is ready"),
     ]
+
+
+@pytest.mark.parametrize("preview", [False, True])
+async def test_a_program_that_does_not_fit_ends_before_the_agent_with_nothing_changed(
+    tmp_path: Path, preview: bool
+) -> None:
+    """A project whose code never sends email: transactional-email ends not applicable
+    (exit 5) before any model is asked, installs nothing, journals nothing, leaves no preview,
+    and names the program that would fit."""
+    from wizard.journal import Journal
+    from wizard.outcome import exit_code
+
+    stripe_app(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    engine = FakeSession([[said("never asked")]])
+    environ = {} if preview else OFF
+    outcome = await run_program(_plan(tmp_path, environ=environ, preview=preview),
+                                EventRecorder(), harness=PiHarness(engine))  # fmt: skip
+    assert (outcome.status, exit_code(outcome)) == ("not_applicable", 5)
+    assert outcome.reason is not None and outcome.reason.startswith("no code here sends email")
+    assert outcome.outro is not None
+    assert "`wizard run revenue-analytics` would fit" in (outcome.outro.body or "")
+    assert engine.prompts == [] and outcome.changed_files == ()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert Journal(tmp_path).records() == []

@@ -51,4 +51,4 @@ def test_a_run_refuses_a_changed_engine(
     result = json.loads(outcome.read_text())
     assert "photon-node/package.json" in result["reason"]
     assert "wizard engines install pi" in run.stdout
-    assert list(project.iterdir()) == [], "the run started on a changed engine"
+    assert list(project.iterdir()) == [project / "mailer.py"], "the run started on a changed engine"

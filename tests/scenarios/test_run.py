@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from tests.integrations import email_app, stripe_app
 from tests.journal.trees import state
 from tests.scenarios.conftest import ci_lines, pi_processes_in, wizard_env
 from wizard.testing.cli import run_wizard
+from wizard.testing.trees import tree_hash
 
 pytestmark = pytest.mark.live
 
@@ -246,3 +248,28 @@ def test_a_turn_budget_ends_the_run_as_budget_exceeded_and_keeps_undo(
     assert "the turn budget (1) is spent" in outcome["reason"]
     assert outcome["usage"]["model_requests"] == 1
     assert "a.txt" in outcome["changed_files"]  # what it did before is journaled: undo works
+
+
+def test_a_program_that_does_not_fit_the_app_says_so_and_changes_nothing(
+    tmp_path: Path, gateway_process: Any
+) -> None:
+    """tldr's command-line client sends no email: `wizard run transactional-email` ends not
+    applicable (exit 5) with the outcome written, asks the model nothing, and leaves the
+    project byte for byte as it was; the screen says why and what would fit."""
+    project = tmp_path / "tldr"
+    shutil.copytree(Path(__file__).parents[1] / "corpus" / "tldr-python-client", project)
+    untouched = tree_hash(project)
+    url, log = gateway_process({"responses": [{"blocks": [{"text": "never asked"}]}]})
+    outcome_file = tmp_path / "outcome.json"
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL=url)
+    proc = run_wizard("run", "transactional-email", "--project", str(project),
+                      "--outcome-json", str(outcome_file), env=env)  # fmt: skip
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    outcome = json.loads(outcome_file.read_text())
+    assert (outcome["status"], outcome["changed_files"]) == ("not_applicable", [])
+    assert outcome["reason"].startswith("no code here sends email")
+    assert "Transactional email does not fit this project" in proc.stdout
+    assert "No other program of wizard's fits it" in proc.stdout
+    assert tree_hash(project) == untouched
+    assert not log.exists() or log.read_text().strip() == ""
+    assert pi_processes_in(project) == []

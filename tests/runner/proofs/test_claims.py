@@ -5,6 +5,7 @@ path and server, in several shapes, pass."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,15 +38,19 @@ def _wired(text: str) -> str:
     return replacing(IMPORTED, f"{IMPORTED}from posthog_email import send_email\n")(text)
 
 
-def _claim(code: Codebase, module: str, function: str) -> Finding | None:
+def _claim(code: Codebase, module: str, function: str) -> Finding | str:
     return entry_is_apps(code, module, function, ".")
 
 
 def test_the_apps_own_send_path_moved_to_the_api_is_the_apps(tmp_path: Path) -> None:
     code = after_run(tmp_path, FLASK, {"posthog_email.py": CLIENT, "app.py": _wired})
     assert calls_left(code, SEND.replaces) == []
-    assert _claim(code, "app", "send_async_email") is None  # a function the app had
-    assert _claim(code, "posthog_email", "send_email") is None  # one the app's code calls
+    assert _claim(code, "app", "send_async_email") == (
+        "app:send_async_email is a function the app had before the run"
+    )
+    assert _claim(code, "posthog_email", "send_email") == (
+        "posthog_email:send_email is called by app.py, which the app had"
+    )
 
 
 def test_a_client_recorded_while_the_app_still_sends_through_flask_mail_fails(
@@ -54,7 +59,7 @@ def test_a_client_recorded_while_the_app_still_sends_through_flask_mail_fails(
     code = after_run(tmp_path, FLASK, {"posthog_email.py": CLIENT})
     assert calls_left(code, SEND.replaces) == ["app.py:42 mail.send"]
     claim = _claim(code, "posthog_email", "send_email")
-    assert claim is not None and claim.status == "failed"
+    assert isinstance(claim, Finding) and claim.status == "failed"
     assert "no code the app had calls it" in claim.text
 
 
@@ -75,20 +80,21 @@ def test_an_entry_the_app_never_had_nor_calls_fails(
     tmp_path: Path, edits: dict[str, object], module: str, function: str
 ) -> None:
     claim = _claim(after_run(tmp_path, FLASK, edits), module, function)  # type: ignore[arg-type]
-    assert claim is not None and claim.status == "failed", claim
+    assert isinstance(claim, Finding) and claim.status == "failed", claim
     assert f"{module}:{function} is not the app's" in claim.text
 
 
 def test_an_entry_that_is_no_file_of_the_app_fails(tmp_path: Path) -> None:
     claim = _claim(after_run(tmp_path, FLASK, {}), "nowhere", "send")
-    assert claim is not None and "is not a file of the app" in claim.text
+    assert isinstance(claim, Finding) and "is not a file of the app" in claim.text
 
 
 def test_without_a_journal_nothing_says_what_is_the_apps(tmp_path: Path) -> None:
     code = after_run(tmp_path, FLASK, {})
     unjournaled = Codebase(code.root)
     claim = _claim(unjournaled, "app", "send_async_email")
-    assert claim is not None and claim.status == "not_run" and "not journaled" in claim.text
+    assert isinstance(claim, Finding) and claim.status == "not_run"
+    assert "not journaled" in claim.text
 
 
 def test_nodemailer_left_in_the_express_starter_is_named(tmp_path: Path) -> None:
@@ -117,24 +123,44 @@ STUB = "from mcp.server.fastmcp import FastMCP\nm = FastMCP('x')\n"
 
 
 @pytest.mark.parametrize(
-    ("app", "edits", "command", "tool"),
+    ("app", "edits", "command", "tool", "why"),
     [
-        (PYTHON_MCP, {"analytics.py": "x = 1\n"}, ["python", "weather.py"], "get_alerts"),
-        (PYTHON_MCP, {}, ["uv", "run", "weather.py"], "get_forecast"),
-        (PYTHON_MCP, {}, ["python", "-m", "weather"], "get_alerts"),
+        (PYTHON_MCP, {"analytics.py": "x = 1\n"}, ["python", "weather.py"], "get_alerts",
+         "the server weather.py was in the project before the run"),
+        (PYTHON_MCP, {}, ["uv", "run", "weather.py"], "get_forecast",
+         "the server weather.py was in the project before the run"),
+        (PYTHON_MCP, {}, ["python", "-m", "weather"], "get_alerts",
+         "the server weather.py was in the project before the run"),
         # Its build's output, which package.json's `bin` names.
-        (TS_MCP, {}, ["node", "build/index.js"], "get-alerts"),
-        (TS_MCP, {}, ["npx", "tsx", "src/index.ts"], "get-forecast"),
+        (TS_MCP, {}, ["node", "build/index.js"], "get-alerts",
+         "the project's package.json starts build/index.js"),
+        (TS_MCP, {}, ["npx", "tsx", "src/index.ts"], "get-forecast",
+         "the server src/index.ts was in the project before the run"),
     ],
-)
+)  # fmt: skip
 def test_the_apps_own_server_passes(
-    tmp_path: Path, app: str, edits: dict[str, str], command: list[str], tool: str
+    tmp_path: Path, app: str, edits: dict[str, str], command: list[str], tool: str, why: str
 ) -> None:
     code = after_run(tmp_path, app, edits)
     if command[-1] == "build/index.js":
         (code.root / "build").mkdir()
         (code.root / "build" / "index.js").write_text("// built\n")
-    assert server_is_apps(code, code.root, command, ".", tool) is None
+    found = server_is_apps(code, code.root, command, ".", tool)
+    assert found == f"{why}, and its tool {tool} was in the app's code"
+
+
+def test_a_build_of_a_source_the_app_had_is_the_apps(tmp_path: Path) -> None:
+    code = after_run(tmp_path, TS_MCP, {})
+    manifest = json.loads((code.root / "package.json").read_text())
+    del manifest["bin"]  # as the app had it: nothing in its manifest names the built file
+    manifest["scripts"] = {"build": "tsc"}
+    (code.root / "package.json").write_text(json.dumps(manifest))
+    (code.root / "build").mkdir()
+    (code.root / "build" / "index.js").write_text("// built\n")
+    found = server_is_apps(code, code.root, ["node", "build/index.js"], ".", "get-alerts")
+    assert isinstance(found, str) and found.startswith(
+        "build/index.js is the build of src/index.ts, which the app had"
+    )
 
 
 @pytest.mark.parametrize(
@@ -154,4 +180,4 @@ def test_a_server_or_tool_the_app_never_had_fails(
 ) -> None:
     code = after_run(tmp_path, app, edits)
     claim = server_is_apps(code, code.root, command, ".", tool)
-    assert claim is not None and claim.status == "failed" and reason in claim.text, claim
+    assert isinstance(claim, Finding) and claim.status == "failed" and reason in claim.text

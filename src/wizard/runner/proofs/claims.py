@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from wizard.names import shown
 from wizard.programs.types import CallPattern
 from wizard.runner.proofs.codebase import CALLS, Codebase, callee, is_test, nodes, text
 from wizard.runner.proofs.finding import Finding, failed, not_run
@@ -50,8 +51,9 @@ def module_file(module: str, folder: str, code: Codebase) -> str | None:
     return next((c for c in (f"{stem}.py", f"{stem}/__init__.py") if code.has(c)), None)
 
 
-def entry_is_apps(code: Codebase, module: str, function: str, folder: str) -> Finding | None:
-    """None when the recorded `module:function` is the app's; else why it proves nothing."""
+def entry_is_apps(code: Codebase, module: str, function: str, folder: str) -> Finding | str:
+    """Why the recorded `module:function` is the app's; else a finding that says why it
+    proves nothing."""
     prior = code.before()
     if prior is None:
         return not_run(NOT_JOURNALED)
@@ -60,12 +62,12 @@ def entry_is_apps(code: Codebase, module: str, function: str, folder: str) -> Fi
         return failed(f"the recorded entry {module} is not a file of the app")
     had = prior.source(file)
     if had is not None and defines(had, function):
-        return None
+        return f"{module}:{function} is a function the app had before the run"
     for source in code.sources:
         if source.line or is_test(source.path) or not prior.has(source.path):
             continue
         if (source.path == file or file in imported(source, code)) and calls(source, function):
-            return None
+            return f"{module}:{function} is called by {shown(source.path)}, which the app had"
     return failed(f"the recorded entry {module}:{function} is not the app's: the app did not "
                   "have it before the run, and no code the app had calls it")  # fmt: skip
 
@@ -93,22 +95,33 @@ def _imports(names: set[str], module: str) -> bool:
 
 def server_is_apps(
     code: Codebase, project: Path, command: Sequence[str], folder: str, tool: str
-) -> Finding | None:
-    """None when the recorded server command starts the app's own server and `tool` is one
-    the app had; else why it proves nothing."""
+) -> Finding | str:
+    """Why the recorded server command starts the app's own server and `tool` is one the app
+    had; else a finding that says why it proves nothing."""
     prior = code.before()
     if prior is None:
         return not_run(NOT_JOURNALED)
     started = _started(command, folder, project, code)
     if started is None:
         return failed(f"the recorded command ({' '.join(command)}) names no file of the app")
-    declared = declared_entries(prior)
-    made_from = compiled_from(started, prior)
-    if not (prior.has(started) or started in declared or (made_from and prior.has(made_from))):
-        return failed(f"the recorded server {started} is not the app's: it was not in the "
-                      "project before the run, and nothing the project had starts it")  # fmt: skip
+    if (why := _apps_server(started, prior)) is None:
+        return failed(f"the recorded server {shown(started)} is not the app's: it was not "
+                      "in the project before the run, and nothing the project had starts "
+                      "it")  # fmt: skip
     if not _named_in(prior, tool):
         return failed(f"the recorded tool {tool!r} is not one the app had before the run")
+    return f"{why}, and its tool {tool} was in the app's code"
+
+
+def _apps_server(started: str, prior: Codebase) -> str | None:
+    """Why the file a server command runs is the app's (None: it is not)."""
+    if prior.has(started):
+        return f"the server {shown(started)} was in the project before the run"
+    if (manifest := declared_entries(prior).get(started)) is not None:
+        return f"the project's {shown(manifest)} starts {shown(started)}"
+    made_from = compiled_from(started, prior)
+    if made_from is not None and prior.has(made_from):
+        return f"{shown(started)} is the build of {shown(made_from)}, which the app had"
     return None
 
 

@@ -84,7 +84,7 @@ async def mcp_probe(
         return failed(server)
     claim = await asyncio.to_thread(server_is_apps, code, project, server.command,
                                     server.folder, server.tool)  # fmt: skip
-    if claim is not None:
+    if isinstance(claim, Finding):
         return claim
     if sandbox is None or unsandboxable is not None:
         return not_run(unsandboxable or NO_SANDBOX)
@@ -109,12 +109,12 @@ async def mcp_probe(
             if calling.began:  # a capture the call caused still proves it
                 await _wait_for(arrived, CAPTURE_WAIT_S[1])
                 if arrived():
-                    return _judge(proof, server, calling.events(), probe.key, f"{exc!r}")
+                    return _judge(proof, server, calling.events(), probe.key, claim, f"{exc!r}")
             return _not_started(server, exc, stderr.read_text(errors="replace"))
         if isinstance(called, Finding):
             return called
         await _wait_for(arrived, CAPTURE_WAIT_S[1])  # stopped, the server flushed its queue
-    return _judge(proof, server, calling.events(), probe.key, called)
+    return _judge(proof, server, calling.events(), probe.key, claim, called)
 
 
 @dataclass
@@ -301,13 +301,14 @@ def _judge(
     server: Server,
     after: list[tuple[dict[str, Any], str]],
     key: str,
+    claim: str,
     tool_error: str = "",
 ) -> Finding:
     if _captures(after, server.tool, key):
         failing = f" (the tool itself failed: {tool_error[:120]})" if tool_error else ""
         return proven(f"wizard called the tool {server.tool} over stdio, and after the call an "
                       f"event naming it arrived with the key from {proof.key_variable}"
-                      f"{failing}")  # fmt: skip
+                      f"{failing}; {claim}")  # fmt: skip
     if any(_names(event, server.tool) for event, _ in after):
         return failed(f"the capture of {server.tool} did not carry the key from "
                       f"{proof.key_variable} (a key written into the code?)")  # fmt: skip

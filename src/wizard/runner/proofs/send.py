@@ -137,7 +137,7 @@ async def send_probe(
     if isinstance(entry, str):
         return failed(entry)
     claim = await asyncio.to_thread(_claim, proof, code, entry)
-    if claim is not None:
+    if isinstance(claim, Finding):
         return claim
     if sandbox is None or unsandboxable is not None:
         return not_run(unsandboxable or NO_SANDBOX)
@@ -149,15 +149,19 @@ async def send_probe(
     command = probe.script(entry.folder, variables, _call(entry, project, recipient))
     async with ProbeSink(probe.socket) as sink:
         ended, output = await run_command(command, probe.sandbox, project, PROBE_TIMEOUT_S)
-    return _judge(proof, entry, sink.received, ended, output, recipient, probe.key)
+    found = _judge(proof, entry, sink.received, ended, output, recipient, probe.key)
+    return proven(f"{found.text}; {claim}") if found.status == "proven" else found
 
 
-def _claim(proof: SendProof, code: Codebase, entry: Entry) -> Finding | None:
-    """Why the record proves nothing about the app (None: it may)."""
+def _claim(proof: SendProof, code: Codebase, entry: Entry) -> Finding | str:
+    """What ties the record to the app, or a finding: why it proves nothing about it."""
     if left := calls_left(code, proof.replaces):
         more = f" (and {len(left) - 3} more)" if len(left) > 3 else ""
         return failed(f"the app still sends the old way: {'; '.join(left[:3])}{more}")
-    return entry_is_apps(code, entry.module, entry.function, entry.folder)
+    why = entry_is_apps(code, entry.module, entry.function, entry.folder)
+    if isinstance(why, Finding) or not proof.replaces:
+        return why
+    return f"{why}, and no call of the old way of sending is left"
 
 
 def _judge(proof: SendProof, entry: Entry, received: list[Received], code: int | None,

@@ -161,6 +161,8 @@ def _chain(holder: Node | None, field: str, source: Source, code: Codebase, dept
     base = origin(holder, source, code, depth + 1)
     if base.via == "data" or (base.via == "request" and field in _REQUEST_DATA):
         return Origin("app", f"{written}, from the request", "data")
+    if base.via == "request":  # what the framework puts on it: `req.user`, `request.user`
+        return Origin("app", f"{written}, the request's")
     if base.kind in ("constant", "unset"):
         return base
     if field in _STANDARD_FIELDS or field_is_set(code, field):  # an object the app fills
