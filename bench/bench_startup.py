@@ -101,7 +101,8 @@ def make_project(root: Path, files: int) -> Path:
     """A git repository of `files` files (90% under node_modules); one file when 0."""
     project = root / f"project-{files}"
     project.mkdir()
-    (project / "app.py").write_text("print('hello')\n")
+    # An app that sends email (smtplib): one the transactional-email program fits.
+    (project / "app.py").write_text("import smtplib\n\nprint('hello')\n")
     for number in range(files - 1):
         if number < files * 0.9:
             folder = project / "node_modules" / f"pkg{number // 100}"

@@ -67,6 +67,7 @@ MCP_ANALYTICS = ProgramConfig(
         ),
         lacking="the project builds no MCP server (no MCP SDK in its code or manifests)",
         found="the project builds an MCP server",
+        hints=("mcp", "server", "tool"),
     ),
     abort_cases=(
         AbortCase(

@@ -75,6 +75,7 @@ REVENUE_ANALYTICS = ProgramConfig(
         signals=("stripe",),
         lacking="nothing here uses Stripe",
         found="Stripe is used here",
+        hints=("stripe", "billing", "pay", "checkout", "subscri"),
     ),
     disallowed_tools=("wizard_ask",),
     orchestration=PLAN,

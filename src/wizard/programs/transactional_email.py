@@ -58,6 +58,7 @@ EMAIL_FIT = Fit(
     ),
     lacking="no code here sends email (nothing names SMTP, a mailer or an email service)",
     found="the code sends email",
+    hints=("mail", "smtp", "notif"),
 )
 
 PLAN = Orchestration(

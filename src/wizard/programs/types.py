@@ -141,6 +141,8 @@ class Fit:
     signals: tuple[str, ...]
     lacking: str
     found: str
+    # Words in a file's path that make it worth reading first (`mailer.py`, `billing/`).
+    hints: tuple[str, ...] = ()
 
 
 # What a program shows about its run before wizard says "set up" (`runner.proofs`).

@@ -59,6 +59,8 @@ def test_the_untouched_apps_fail_and_name_the_call(tmp_path: Path) -> None:
         ("metadata={'posthog_person_distinct_id': session.get('user') or 'anonymous'}",
          "from the request"),
         ("metadata=dict(posthog_person_distinct_id=session['user'])", "from the request"),
+        ("metadata={'posthog_person_distinct_id': 'user-' + str(session['user'])}",
+         "from the request"),
     ],
 )  # fmt: skip
 def test_correct_python_shapes_are_proven(tmp_path: Path, metadata: str, said: str) -> None:
@@ -73,11 +75,24 @@ def test_correct_python_shapes_are_proven(tmp_path: Path, metadata: str, said: s
         "metadata: { posthog_person_distinct_id: req.body.distinctId }",
         "metadata: { posthog_person_distinct_id: `user-${req.body.userId}` }",
         "metadata: { posthog_person_distinct_id: req.cookies.ph_distinct_id ?? 'anonymous' }",
+        "metadata: { posthog_person_distinct_id: req.session.userId }",
+        "metadata: { posthog_person_distinct_id: req.user.id }",
     ],
 )
 def test_correct_node_shapes_are_proven(tmp_path: Path, metadata: str) -> None:
     found = _node(tmp_path, metadata)
     assert found.status == "proven", found.text
+
+
+def test_an_id_an_auth_library_returns_is_followed(tmp_path: Path) -> None:
+    """Clerk's `auth()` (a call the query does not run) returns the user's id."""
+    before = "  const { userId } = auth();\n"
+    found = _node(tmp_path / "a", "metadata: { posthog_person_distinct_id: userId }", before=before)
+    assert found.status == "proven", found.text
+    # A field of its that nothing in the app sets may still come from it: cannot tell.
+    before = "  const { orgRef } = auth();\n"
+    found = _node(tmp_path / "b", "metadata: { posthog_person_distinct_id: orgRef }", before=before)
+    assert found.status == "not_run" and "may come from elsewhere" in found.text
 
 
 def test_metadata_built_in_a_variable_under_a_guard_is_proven(tmp_path: Path) -> None:
@@ -171,6 +186,7 @@ def test_a_call_site_missed_fails_and_is_named(tmp_path: Path) -> None:
     ("metadata", "more"),
     [
         ("metadata=build_metadata(session)", ""),
+        ("metadata={'posthog_person_distinct_id': current_user.account_ref}", ""),
         ("metadata={'posthog_person_distinct_id': person_for(session)}", ""),
         ("metadata={'posthog_person_distinct_id': session['user']}",
          "\n\ndef other(params):\n    return stripe.Customer.create(**params)\n"),
@@ -203,3 +219,14 @@ def test_tests_and_dependencies_and_links_out_are_not_the_app(tmp_path: Path) ->
 def test_an_app_with_no_stripe_call_proves_nothing(tmp_path: Path) -> None:
     found = call_sites(after_run(tmp_path, "todomvc-javascript-es5", {}), REVENUE)
     assert found.status == "failed" and "no call to" in found.text
+
+
+@pytest.mark.timeout(60)  # a guard against a hang, not a measure of speed
+def test_code_written_to_make_the_query_run_away_ends_in_cannot_tell(tmp_path: Path) -> None:
+    """Names that each take two others, thirty deep, and names given themselves: followed
+    without bounds that is 2**30 steps; the query gives up, and says it cannot tell."""
+    chain = "".join(f"        v{i} = v{i + 1} or v{i + 2}\n" for i in range(30))
+    loops = "        w = w or w or w\n" * 200
+    found = _python(tmp_path, "metadata={'posthog_person_distinct_id': v0 or w}",
+                    before=chain + loops)  # fmt: skip
+    assert found.status == "not_run" and found.text.startswith("cannot tell"), found.text

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.proofs.apps import after_run, replacing
+from tests.runner.proofs.apps import after_run, changed, replacing
 from wizard.programs.registry import get_program
 from wizard.programs.types import SendProof
 from wizard.runner.proofs.claims import calls_left, entry_is_apps, server_is_apps
@@ -82,6 +82,25 @@ def test_an_entry_the_app_never_had_nor_calls_fails(
     claim = _claim(after_run(tmp_path, FLASK, edits), module, function)  # type: ignore[arg-type]
     assert isinstance(claim, Finding) and claim.status == "failed", claim
     assert f"{module}:{function} is not the app's" in claim.text
+
+
+@pytest.mark.parametrize(
+    "defined",
+    [
+        "exports.sendReset = async function (to) {\n  return transport(to);\n};\n",
+        "module.exports.sendReset = (to) => transport(to);\n",
+        "export async function sendReset(to) {\n  return transport(to);\n}\n",
+        "const sendReset = async (to) => transport(to);\nmodule.exports = { sendReset };\n",
+    ],
+)
+def test_a_javascript_send_function_the_app_had_is_the_apps(tmp_path: Path, defined: str) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "mailer.js").write_text(defined)
+    code = changed(project, {"mailer.js": lambda text: text.replace("transport", "api")})
+    assert _claim(code, "mailer.js", "sendReset") == (
+        "mailer.js:sendReset is a function the app had before the run"
+    )
 
 
 def test_an_entry_that_is_no_file_of_the_app_fails(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ finer is left to the skill's own stop conditions.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 
 from wizard.programs.types import Fit, ProgramConfig
 from wizard.runner.proofs.codebase import GRAMMARS, Codebase
@@ -34,7 +34,7 @@ def lacks(code: Codebase, fit: Fit) -> str | None:
         named = " or ".join(_LANGUAGES.get(language, language) for language in fit.languages)
         return f"the project has no {named} code"
     signals = tuple(signal.encode() for signal in fit.signals)
-    for path in _ordered(code.files, fit.languages):
+    for path in _ordered(code.files, fit):
         data = code.read(path)
         if data is not None and any(signal in data.lower() for signal in signals):
             return None
@@ -51,18 +51,25 @@ def _family(language: str) -> str:
 
 
 def _suffixes(paths: Iterable[str]) -> set[str]:
-    return {PurePosixPath(path).suffix.lower() for path in paths}
+    return {_suffix(path) for path in paths}
 
 
-def _ordered(paths: Iterable[str], languages: tuple[str, ...]) -> list[str]:
+def _suffix(path: str) -> str:
+    return posixpath.splitext(path)[1].lower()
+
+
+def _ordered(paths: Iterable[str], fit: Fit) -> list[str]:
     """The files the words are looked for in: manifests first (a dependency says most),
-    then the code in the program's languages."""
-    manifests, code = [], []
+    then the code in the program's languages, those whose path hints at the domain first
+    (a project that fits is usually told in a few files)."""
+    manifests: list[str] = []
+    hinted: list[str] = []
+    code: list[str] = []
     for path in paths:
-        name = PurePosixPath(path).name
-        language = GRAMMARS.get(PurePosixPath(name).suffix.lower())
+        name = posixpath.basename(path)
+        language = GRAMMARS.get(_suffix(name))
         if name in _MANIFESTS or name.startswith("requirements"):
             manifests.append(path)
-        elif language is not None and _family(language) in languages:
-            code.append(path)
-    return manifests + code
+        elif language is not None and _family(language) in fit.languages:
+            (hinted if any(h in path.lower() for h in fit.hints) else code).append(path)
+    return manifests + hinted + code

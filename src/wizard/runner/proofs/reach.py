@@ -151,12 +151,16 @@ def defines(source: Source, name: str) -> bool:
     for node in nodes(source.root):
         if node.type in kinds and text(node.child_by_field_name("name")) == name:
             return True
-        if node.type == "variable_declarator" and text(node.child_by_field_name("name")) == name:
-            value = node.child_by_field_name("value")
-            if value is not None and value.type in ("arrow_function", "function_expression",
-                                                    "function"):  # fmt: skip
+        if node.type in ("variable_declarator", "assignment_expression"):
+            target = node.child_by_field_name("name") or node.child_by_field_name("left")
+            value = node.child_by_field_name("value") or node.child_by_field_name("right")
+            named = text(target) == name or text(target).endswith(f".{name}")  # exports.send
+            if named and value is not None and value.type in _FUNCTION_VALUES:
                 return True
     return False
+
+
+_FUNCTION_VALUES = ("arrow_function", "function_expression", "function")
 
 
 def calls(source: Source, name: str) -> list[Node]:

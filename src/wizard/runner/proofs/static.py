@@ -29,9 +29,10 @@ from wizard.runner.proofs.codebase import (
     text,
 )
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
+from wizard.runner.proofs.mappings import Keys, mapping
 from wizard.runner.proofs.reach import browser_roots, reachable
 from wizard.runner.proofs.repository import remotes, same_repository
-from wizard.runner.proofs.values import Keys, mapping, origin
+from wizard.runner.proofs.values import origin
 from wizard.tools.paths import ProjectRoot, Refusal
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def call_sites(code: Codebase, proof: CallSiteProof) -> Finding:
     if wrong := listed(("missing", "wrong")):
         return failed(f"checked {len(judged)} call(s) for {wanted}: {_some(wrong)}")
     if unknown := listed(("unknown",)):
-        return not_run(f"cannot tell whether {wanted} reaches Stripe: {_some(unknown)}")
+        return not_run(f"cannot tell what {wanted} holds: {_some(unknown)}")
     return proven(f"checked {len(judged)} call(s), each passes {wanted} from the app: "
                   f"{_some(listed(('passes',)), 5)}")  # fmt: skip
 
@@ -135,7 +136,7 @@ def _argument(call: Node, source: Source, name: str) -> tuple[Node | None, bool]
 
 def _an_id(node: Node) -> bool:
     """Whether a name holds an object's id (`customer_id`, `cid`), not a mapping."""
-    return node.type == "identifier" and re.search(r"(^|_)id$|Id$|^id", text(node)) is not None
+    return node.type == "identifier" and re.search(r"(^|_)ids?$|[a-z]Ids?$", text(node)) is not None
 
 
 def _tagged_later(code: Codebase, source: Source, call: Node, proof: CallSiteProof) -> str | None:

@@ -5,20 +5,21 @@ is the app's (`app`) when it comes from the request (its body, query, cookies, s
 a parameter, or from an object's field that something in the app sets; it is a `constant`
 when it is a literal (the same id for every user), `unset` when it reads a field nothing in
 the app ever assigns (the vendor's SDK drops a None), and `unknown` when the query cannot
-follow it (a call into other code): "cannot tell", never "wrong".
-
-Mappings are followed the same way: a literal, a name bound to one, and keys added to it
-later (`m["k"] = v`, `m.k = v`, `m.update(...)`, `Object.assign(m, ...)`), as code builds
-metadata under a guard.
+follow it (a call into other code): "cannot tell", never "wrong". A field nothing sets is
+`unset` only when it names the vendor (`posthog_id`): the app alone would set one; any other
+may come from a database or a library, and is `unknown`. Mappings are followed alike
+(`mappings`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from wizard.runner.proofs.codebase import CALLS, Codebase, Source, nodes, text
+from wizard.runner.proofs.scopes import Steps, bindings, enclosing_function, in_class, parameters
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -28,7 +29,7 @@ _RANK: dict[OriginKind, int] = {"app": 3, "unknown": 2, "unset": 1, "constant": 
 _LITERALS = frozenset({
     "integer", "float", "true", "false", "none", "number", "null", "undefined", "regex",
 })  # fmt: skip
-_WRAPPERS = frozenset({
+WRAPPERS = frozenset({
     "parenthesized_expression", "await_expression", "as_expression", "non_null_expression",
     "satisfies_expression", "type_assertion",
 })  # fmt: skip
@@ -43,13 +44,10 @@ _REQUEST_NAMES: dict[str, Literal["request", "data"]] = {
     "event": "request", "session": "data",
 }  # fmt: skip
 # Fields a database or an identity provider always sets.
-_STANDARD_FIELDS = frozenset({"id", "pk", "uuid", "_id", "email", "username", "sub"})
-_CONVERSIONS = frozenset({"str", "String", "int", "Number", "toString", "strip", "trim", "lower"})
-_FUNCTIONS = frozenset({
-    "function_definition", "function_declaration", "arrow_function", "function_expression",
-    "function", "method_definition", "lambda", "generator_function_declaration",
+_STANDARD_FIELDS = frozenset({
+    "id", "pk", "uuid", "_id", "email", "username", "sub", "user_id", "userId", "uid",
 })  # fmt: skip
-_MAX_DEPTH = 6
+_CONVERSIONS = frozenset({"str", "String", "int", "Number", "toString", "strip", "trim", "lower"})
 
 
 @dataclass(frozen=True)
@@ -67,39 +65,43 @@ def join(origins: list[Origin]) -> Origin:
     return max(origins, key=lambda origin: _RANK[origin.kind])
 
 
-def origin(value: Node | None, source: Source, code: Codebase, depth: int = 0) -> Origin:
+def origin(
+    value: Node | None, source: Source, code: Codebase, steps: Steps | None = None
+) -> Origin:
     """Where `value` (in `source`) comes from."""
-    while value is not None and value.type in _WRAPPERS:
+    steps = steps or Steps()
+    while value is not None and value.type in WRAPPERS:
         value = value.named_children[-1] if value.named_children else None
-    if value is None or depth > _MAX_DEPTH:
+    if value is None or steps.spent:
         return Origin("unknown", "a value the query cannot follow")
     written = " ".join(text(value).split())[:80]
     kind = value.type
-    if kind in _LITERALS or _plain_string(value):
+    if kind in _LITERALS or plain_string(value):
         return Origin("constant", f"the constant {written}")
     if kind in ("string", "template_string"):  # with values put in
-        parts = [origin(p, source, code, depth + 1) for p in _interpolated(value)]
+        parts = [origin(p, source, code, steps.next()) for p in _interpolated(value)]
         best = join(parts)
         return Origin(best.kind, written) if best.kind == "app" else best
-    if kind in ("boolean_operator", "binary_expression"):
+    if kind in ("boolean_operator", "binary_expression", "binary_operator"):
         sides = [value.child_by_field_name("left"), value.child_by_field_name("right")]
-        return join([origin(side, source, code, depth + 1) for side in sides])
+        return join([origin(side, source, code, steps.next()) for side in sides])
     if kind in ("conditional_expression", "ternary_expression"):
         branches = value.named_children[-2:] if kind == "ternary_expression" else (
             value.named_children[::2])  # fmt: skip
-        return join([origin(b, source, code, depth + 1) for b in branches])
+        return join([origin(b, source, code, steps.next()) for b in branches])
     if kind in ("identifier", "shorthand_property_identifier"):
-        return _name(value, source, code, depth)
+        return _name(value, source, code, steps)
     if kind in ("attribute", "member_expression", "subscript", "subscript_expression"):
-        return _field(value, source, code, depth)
+        return _field(value, source, code, steps)
     if kind in CALLS:
-        return _call(value, source, code, depth)
+        return _call(value, source, code, steps)
     return Origin("unknown", f"{written}, which the query cannot follow")
 
 
-def _plain_string(node: Node) -> bool:
+def plain_string(node: Node) -> bool:
+    """Whether `node` is a string with nothing put in it (a constant)."""
     if node.type == "concatenated_string":
-        return all(_plain_string(child) for child in node.named_children)
+        return all(plain_string(child) for child in node.named_children)
     return node.type in ("string", "template_string") and not list(_interpolated(node))
 
 
@@ -109,7 +111,7 @@ def _interpolated(node: Node) -> Iterator[Node]:
             yield child.named_children[0]
 
 
-def _call(call: Node, source: Source, code: Codebase, depth: int) -> Origin:
+def _call(call: Node, source: Source, code: Codebase, steps: Steps) -> Origin:
     """A conversion (`str(x)`, `x.toString()`) or a mapping's `get("k")` is followed; any
     other call is code the query does not run."""
     function = call.child_by_field_name("function")
@@ -120,26 +122,26 @@ def _call(call: Node, source: Source, code: Codebase, depth: int) -> Origin:
     receiver = function.child_by_field_name("object") if function is not None else None
     if name in _CONVERSIONS:
         target = receiver if receiver is not None and not given else next(iter(given), None)
-        return origin(target, source, code, depth + 1)
-    if name == "get" and receiver is not None and given and _plain_string(given[0]):
-        return _chain(receiver, _key(given[0]), source, code, depth)
+        return origin(target, source, code, steps.next())
+    if name == "get" and receiver is not None and given and plain_string(given[0]):
+        return _chain(receiver, string_key(given[0]), source, code, steps)
     if name in _REQUEST_DATA and receiver is not None:  # request.get_json()
-        return _chain(receiver, name, source, code, depth)
+        return _chain(receiver, name, source, code, steps)
     return Origin("unknown", f"the value {' '.join(text(call).split())[:80]} returns, which "
                   "the query cannot follow")  # fmt: skip
 
 
-def _member(node: Node) -> Node | None:
+def member(node: Node) -> Node | None:
     """The name an attribute or member expression reads (`b` of `a.b`)."""
     return node.child_by_field_name("attribute") or node.child_by_field_name("property")
 
 
-def _key(node: Node) -> str:
+def string_key(node: Node) -> str:
     parts = ("string_content", "string_fragment")
     return "".join(text(child) for child in node.named_children if child.type in parts)
 
 
-def _field(value: Node, source: Source, code: Codebase, depth: int) -> Origin:
+def _field(value: Node, source: Source, code: Codebase, steps: Steps) -> Origin:
     if value.type in ("attribute", "member_expression"):
         holder = value.child_by_field_name("object")
         field = text(
@@ -148,29 +150,32 @@ def _field(value: Node, source: Source, code: Codebase, depth: int) -> Origin:
     else:
         holder = value.child_by_field_name("value") or value.child_by_field_name("object")
         index = value.child_by_field_name("subscript") or value.child_by_field_name("index")
-        if index is None or not _plain_string(index):
+        if index is None or not plain_string(index):
             return Origin("unknown", f"{text(value)[:80]}, which the query cannot follow")
-        field = _key(index)
-    return _chain(holder, field, source, code, depth)
+        field = string_key(index)
+    return _chain(holder, field, source, code, steps)
 
 
-def _chain(holder: Node | None, field: str, source: Source, code: Codebase, depth: int) -> Origin:
+def _chain(holder: Node | None, field: str, source: Source, code: Codebase, steps: Steps) -> Origin:
     """`holder.field`: what the client sent in the request is the app's; another object's
     field is the app's when something in the app sets it."""
     written = f"{' '.join(text(holder).split())[:60]}.{field}"
-    base = origin(holder, source, code, depth + 1)
+    base = origin(holder, source, code, steps.next())
     if base.via == "data" or (base.via == "request" and field in _REQUEST_DATA):
         return Origin("app", f"{written}, from the request", "data")
     if base.via == "request":  # what the framework puts on it: `req.user`, `request.user`
         return Origin("app", f"{written}, the request's")
     if base.kind in ("constant", "unset"):
         return base
-    if field in _STANDARD_FIELDS or field_is_set(code, field):  # an object the app fills
+    if field in _STANDARD_FIELDS or steps.once(("set", field), lambda: field_is_set(code, field)):
         return Origin("app", f"{written}, a field the app sets")
-    return Origin("unset", f"{written}, a field nothing in the app sets")
+    if re.search("posthog|distinct", field, re.IGNORECASE):  # only the app would set it
+        return Origin("unset", f"{written}, a field nothing in the app sets")
+    return Origin("unknown", f"{written}: nothing in the app's code sets {field}, which may "
+                  "come from elsewhere (a database, a library)")  # fmt: skip
 
 
-def _name(name: Node, source: Source, code: Codebase, depth: int) -> Origin:
+def _name(name: Node, source: Source, code: Codebase, steps: Steps) -> Origin:
     """A name: a parameter of its function, or what it was given (in its function, then in
     its module); unbound, a framework's request (`request`, `session`)."""
     written = text(name)
@@ -181,59 +186,14 @@ def _name(name: Node, source: Source, code: Codebase, depth: int) -> Origin:
     for area in (scope, source.root):
         if area is None:
             continue
-        bound = [origin(value, source, code, depth + 1) if field is None
-                 else _chain(value, field, source, code, depth + 1)
-                 for value, field in bindings(area, written)]  # fmt: skip
+        bound = [origin(value, source, code, steps.next()) if field is None
+                 else _chain(value, field, source, code, steps.next())
+                 for value, field in bindings(area, written, steps)]  # fmt: skip
         if bound:
             return join(bound)
     if via is not None:
         return Origin("app", f"{written}, the request", via)
     return Origin("unknown", f"{written}, which is not given a value where it is used")
-
-
-def enclosing_function(node: Node) -> Node | None:
-    """The function `node` is in, if any."""
-    parent = node.parent
-    while parent is not None and parent.type not in _FUNCTIONS:
-        parent = parent.parent
-    return parent
-
-
-def parameters(function: Node) -> set[str]:
-    """The names a function takes, destructured ones included."""
-    found: set[str] = set()
-    listed = function.child_by_field_name("parameters")
-    if listed is None:  # an arrow function of one bare parameter
-        single = function.child_by_field_name("parameter")
-        return {text(single)} if single is not None else found
-    for node in nodes(listed):
-        if node.type in ("identifier", "shorthand_property_identifier_pattern"):
-            parent = node.parent
-            default = parent is not None and parent.child_by_field_name("value") == node
-            if not default and (parent is None or parent.type != "type_annotation"):
-                found.add(text(node))
-    return found
-
-
-def bindings(area: Node, name: str) -> Iterator[tuple[Node, str | None]]:
-    """The values `name` is given in `area`: `name = v`, `const name = v` (no field), and
-    `const { name } = v` (the field `name` of `v`)."""
-    for node in nodes(area):
-        if node.type in ("assignment", "assignment_expression", "augmented_assignment"):
-            right = node.child_by_field_name("right")
-            if text(node.child_by_field_name("left")) == name and right is not None:
-                yield right, None
-        elif node.type == "variable_declarator":
-            target = node.child_by_field_name("name")
-            value = node.child_by_field_name("value")
-            if target is None or value is None:
-                continue
-            if text(target) == name:
-                yield value, None
-            elif target.type == "object_pattern" and name in {
-                text(p) for p in target.named_children if p.type.startswith("shorthand")
-            }:
-                yield value, name
 
 
 def field_is_set(code: Codebase, field: str) -> bool:
@@ -259,7 +219,7 @@ def _sets(node: Node, field: str) -> bool:
         if left is None:
             return False
         if left.type == "identifier":  # a class attribute or column
-            return text(left) == field and _in_class(node)
+            return text(left) == field and in_class(node)
         name = left.child_by_field_name("attribute") or left.child_by_field_name("property")
         return text(name) == field
     if kind == "keyword_argument":
@@ -272,118 +232,15 @@ def _sets(node: Node, field: str) -> bool:
     if (
         kind == "string"
         and node.parent is not None
-        and node.parent.type in ("argument_list", "arguments")
-    ):  # Column("field"), setattr(user, "field", v), .set("field", v)
-        return _key(node) == field
+        and node.parent.type in ("argument_list", "arguments", "keyword_argument")
+    ):  # Column("field"), setattr(user, "field", v), AddField(name="field")
+        call = node.parent.parent if node.parent.type != "keyword_argument" else None
+        reads = call is not None and text(call.child_by_field_name("function")).rsplit(".", 1)[
+            -1
+        ] in ("getattr", "hasattr", "get", "pop", "getItem")
+        return string_key(node) == field and not reads
     if kind in ("public_field_definition", "field_definition"):
         return text(node.child_by_field_name("name") or node.child_by_field_name("property")) == (
             field
         )  # fmt: skip
     return False
-
-
-def _in_class(node: Node) -> bool:
-    parent = node.parent
-    while parent is not None and parent.type not in _FUNCTIONS:
-        if parent.type in ("class_definition", "class_body", "class_declaration"):
-            return True
-        parent = parent.parent
-    return False
-
-
-@dataclass(frozen=True)
-class Keys:
-    """A dictionary or object as code builds it: its keys with their values, and whether
-    every part of it was followed (`complete`: no `**other` the query could not read)."""
-
-    entries: dict[str, Node | None]
-    complete: bool = True
-
-
-def mapping(value: Node | None, source: Source, depth: int = 0) -> Keys | None:
-    """`value` followed to the mapping it is: a literal, `dict(...)`, or a name bound to one
-    and given keys later; None when it is something else (built by other code)."""
-    while value is not None and value.type in _WRAPPERS:
-        value = value.named_children[-1] if value.named_children else None
-    if value is None or depth > _MAX_DEPTH:
-        return None
-    if value.type in ("dictionary", "object"):
-        return _literal(value, source, depth)
-    if value.type in CALLS and text(value.child_by_field_name("function")) == "dict":
-        return _literal(value.child_by_field_name("arguments"), source, depth)
-    if value.type not in ("identifier", "shorthand_property_identifier"):
-        return None
-    name = text(value)
-    scope = enclosing_function(value)
-    for area in (scope, source.root):
-        if area is None:
-            continue
-        bound = [mapping(v, source, depth + 1) for v, field in bindings(area, name) if not field]
-        if bound:
-            found = Keys({}, all(b is not None and b.complete for b in bound))
-            for part in (b for b in bound if b is not None):
-                found.entries.update(part.entries)
-            for key, added in _added(area, name, source):
-                found.entries[key] = added
-            return found if any(b is not None for b in bound) else None
-    return None
-
-
-def _literal(node: Node | None, source: Source, depth: int) -> Keys:
-    found = Keys({})
-    complete = True
-    for child in node.named_children if node is not None else []:
-        if child.type == "pair":
-            found.entries[_key_name(child.child_by_field_name("key"))] = (
-                child.child_by_field_name("value"))  # fmt: skip
-        elif child.type == "keyword_argument":  # dict(k=v)
-            found.entries[text(child.child_by_field_name("name"))] = child.child_by_field_name(
-                "value"
-            )
-        elif child.type == "shorthand_property_identifier":
-            found.entries[text(child)] = child
-        elif child.type in ("dictionary", "object"):  # update({...}), dict({...})
-            found.entries.update(_literal(child, source, depth + 1).entries)
-        elif child.type in ("dictionary_splat", "spread_element", "identifier"):
-            spread = mapping(child.named_children[-1] if child.named_children else child, source,
-                             depth + 1)  # fmt: skip
-            if spread is None:
-                complete = False
-            else:
-                found.entries.update(spread.entries)
-                complete = complete and spread.complete
-    return Keys(found.entries, complete)
-
-
-def _key_name(node: Node | None) -> str:
-    """A dictionary or object key as written: a string's content or an identifier."""
-    if node is not None and node.type in ("string", "template_string"):
-        return _key(node)
-    return text(node)
-
-
-def _added(area: Node, name: str, source: Source) -> Iterator[tuple[str, Node | None]]:
-    """Keys given to the mapping `name` after it was made: `name["k"] = v`, `name.k = v`,
-    `name.update({...})` / `name.update(k=v)`, `Object.assign(name, {...})`."""
-    for node in nodes(area):
-        if node.type in ("assignment", "assignment_expression"):
-            left = node.child_by_field_name("left")
-            if left is None or text(left.child_by_field_name("object") or
-                                    left.child_by_field_name("value")) != name:  # fmt: skip
-                continue
-            if left.type in ("subscript", "subscript_expression"):
-                index = left.child_by_field_name("subscript") or left.child_by_field_name("index")
-                if index is not None and _plain_string(index):
-                    yield _key(index), node.child_by_field_name("right")
-            elif left.type in ("attribute", "member_expression"):
-                yield text(_member(left)), node.child_by_field_name("right")
-        elif node.type in CALLS:
-            written = "".join(text(node.child_by_field_name("function")).split())
-            arguments = node.child_by_field_name("arguments")
-            given = list(arguments.named_children) if arguments is not None else []
-            if written == f"{name}.update" and arguments is not None:
-                yield from _literal(arguments, source, 0).entries.items()
-            elif written == "Object.assign" and given and text(given[0]) == name:
-                for argument in given[1:]:
-                    if argument.type == "object":
-                        yield from _literal(argument, source, 0).entries.items()
