@@ -99,6 +99,32 @@ async def test_a_sabotaged_send_is_not_proven(
     assert result.status == "failed" and reason in result.reason, result.reason
 
 
+@pytest.mark.parametrize(
+    ("change", "status", "said"),
+    [
+        # The app's module needs its settings to be imported at all (a Django-style app):
+        # nothing could be tried, so nothing is blamed.
+        (("import json\n", "import json\nimport os\nSETTINGS = os.environ['APP_SETTINGS']\n"),
+         "not_run", "cannot be imported alone (KeyError 'APP_SETTINGS')"),
+        # The send went out right, then the app needed a key of its own the probe lacks.
+        (("    urllib.request.urlopen(request, timeout=10).read()\n",
+          "    urllib.request.urlopen(request, timeout=10).read()\n"
+          "    os.environ['CRM_API_KEY']\n"), "not_run", "a credential of the app's own"),
+        # The send went out, then the send path broke on the answer: the app's flow fails.
+        (("    urllib.request.urlopen(request, timeout=10).read()\n",
+          "    json.loads(urllib.request.urlopen(request, timeout=10).read())['missing']\n"),
+         "failed", "then failed"),
+    ],
+)  # fmt: skip
+async def test_what_the_app_needs_beyond_the_probe_is_not_blamed_on_the_integration(
+    tmp_path: Path, change: tuple[str, str], status: str, said: str
+) -> None:
+    assert change[0] in SENDER
+    result = await _prove(_project(tmp_path, SENDER.replace(*change)))
+    assert result.status == status, result
+    assert said in result.reason
+
+
 async def test_a_node_send_with_fetch_is_proven(tmp_path: Path) -> None:
     """Node's fetch ignores proxy settings: the forwarder inside the sandbox carries it."""
     project = _project(tmp_path)

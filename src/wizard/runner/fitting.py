@@ -10,7 +10,7 @@ from wizard.outcome import Outro
 from wizard.programs.registry import PROGRAMS
 from wizard.programs.types import ProgramConfig
 from wizard.runner.proofs.codebase import Codebase
-from wizard.runner.proofs.fit import lacks, would_fit
+from wizard.runner.proofs.fit import fits_at_root, lacks, would_fit
 
 
 def unfit(program: ProgramConfig, project: Path) -> str | None:
@@ -19,6 +19,8 @@ def unfit(program: ProgramConfig, project: Path) -> str | None:
     if program.fits is None:
         return None
     try:
+        if fits_at_root(project, program.fits):
+            return None
         return lacks(Codebase(project), program.fits)
     except Exception:
         return None

@@ -155,17 +155,39 @@ STUB = "from mcp.server.fastmcp import FastMCP\nm = FastMCP('x')\n"
          "the project's package.json starts build/index.js"),
         (TS_MCP, {}, ["npx", "tsx", "src/index.ts"], "get-forecast",
          "the server src/index.ts was in the project before the run"),
+        # Names the project's own manifests give: a console script, a package's bin.
+        (PYTHON_MCP, {}, ["uv", "run", "weather"], "get_alerts",
+         "the server weather.py was in the project before the run"),
+        (TS_MCP, {}, ["npx", "weather"], "get-alerts",
+         "the project's package.json starts build/index.js"),
     ],
 )  # fmt: skip
 def test_the_apps_own_server_passes(
     tmp_path: Path, app: str, edits: dict[str, str], command: list[str], tool: str, why: str
 ) -> None:
     code = after_run(tmp_path, app, edits)
-    if command[-1] == "build/index.js":
+    if app == TS_MCP:
         (code.root / "build").mkdir()
         (code.root / "build" / "index.js").write_text("// built\n")
     found = server_is_apps(code, code.root, command, ".", tool)
     assert found == f"{why}, and its tool {tool} was in the app's code"
+
+
+def test_an_npm_script_is_the_apps_as_the_project_had_it(tmp_path: Path) -> None:
+    """`npm start` runs the project's own start script; one the run added or changed to
+    start something else is not the app's."""
+    code = after_run(tmp_path / "a", TS_MCP, {})
+    manifest = json.loads((code.root / "package.json").read_text())
+    manifest["scripts"]["start"] = "node build/index.js"
+    (code.root / "package.json").write_text(json.dumps(manifest))  # as the app had it
+    (code.root / "build").mkdir()
+    (code.root / "build" / "index.js").write_text("// built\n")
+    found = server_is_apps(code, code.root, ["npm", "start"], ".", "get-alerts")
+    assert isinstance(found, str) and "starts build/index.js" in found
+    manifest["scripts"]["start"] = "node stub.mjs"
+    code = changed(code.root, {"package.json": json.dumps(manifest), "stub.mjs": "export {}\n"})
+    claim = server_is_apps(code, code.root, ["npm", "run", "start"], ".", "get-alerts")
+    assert isinstance(claim, Finding) and "names no file of the app" in claim.text
 
 
 def test_a_build_of_a_source_the_app_had_is_the_apps(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from tests.runner.proofs.apps import CORPUS, after_run
 from wizard.programs.registry import PROGRAMS, get_program
 from wizard.runner.fitting import not_applicable_outro, unfit
+from wizard.runner.proofs.fit import fits_at_root
 
 EMAIL, REVENUE, MCP = "transactional-email", "revenue-analytics", "mcp-analytics"
 
@@ -65,3 +66,23 @@ def test_the_words_count_only_in_code_and_manifests(tmp_path: Path) -> None:
     (code.root / "requirements.txt").write_text("stripe==12.0\n")
     (code.root / "app.py").write_text("print(1)\n")
     assert unfit(get_program(REVENUE), code.root) is None
+
+
+@pytest.mark.parametrize(
+    ("app", "program", "quick"),
+    [
+        ("flask-celery-example", EMAIL, True),  # requirements.txt names Flask-Mail
+        ("stripe-checkout-node", REVENUE, False),  # only server/node/server.js says it
+        ("mcp-weather-server-python", MCP, True),
+        ("tldr-python-client", EMAIL, False),
+    ],
+)
+def test_the_top_folder_tells_most_projects_apart_and_never_turns_one_away(
+    app: str, program: str, quick: bool
+) -> None:
+    """The quick look at the top folder only ever says "fits": the full look decides the
+    rest, the same way."""
+    fits = get_program(program).fits
+    assert fits is not None
+    assert fits_at_root(CORPUS / app, fits) is quick
+    assert (unfit(get_program(program), CORPUS / app) is None) is (app != "tldr-python-client")

@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from wizard.runner.proofs.mcp import _captures, _made_before, events, own_credential
+from wizard.runner.proofs.forwarding import own_credential
+from wizard.runner.proofs.mcp import _captures, _made_before, events
 from wizard.runner.proofs.sink import Received
 
 KEY = "wizard_probe_key_abc"

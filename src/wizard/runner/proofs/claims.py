@@ -9,10 +9,14 @@ old path (email over SMTP) is not done while the old calls are still there.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
+import shlex
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from wizard.names import shown
 from wizard.programs.types import CallPattern
@@ -34,19 +38,18 @@ NOT_JOURNALED = (
 )
 # Words that start a command rather than name the file it runs.
 _LAUNCHERS = frozenset({
-    "python", "python3", "node", "uv", "run", "npx", "bunx", "bun", "deno", "tsx", "ts-node",
-    "poetry", "pipenv", "exec", "--", "pnpm", "yarn", "npm", "start", "uvx",
+    "python", "python3", "node", "uv", "run", "npx", "bunx", "deno", "tsx", "ts-node",
+    "poetry", "pipenv", "exec", "--", "uvx",
 })  # fmt: skip
+# Package managers whose `run NAME` (or `start`) runs a script of the project's manifest.
+_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
 
 
 def module_file(module: str, folder: str, code: Codebase) -> str | None:
     """The app file of a recorded entry's module: a Python module name or a script path,
     from `folder` of the project."""
     if "/" in module or module.endswith((".js", ".mjs", ".cjs", ".ts", ".py")):
-        return js_file(posixpath.join(folder, module), code) or (
-            posixpath.normpath(posixpath.join(folder, module))
-            if code.has(posixpath.normpath(posixpath.join(folder, module))) else None
-        )  # fmt: skip
+        return js_file(posixpath.join(folder, module), code)
     stem = posixpath.normpath(posixpath.join(folder, *module.split(".")))
     return next((c for c in (f"{stem}.py", f"{stem}/__init__.py") if code.has(c)), None)
 
@@ -125,10 +128,19 @@ def _apps_server(started: str, prior: Codebase) -> str | None:
     return None
 
 
-def _started(command: Sequence[str], folder: str, project: Path, code: Codebase) -> str | None:
+def _started(
+    command: Sequence[str], folder: str, project: Path, code: Codebase, depth: int = 0
+) -> str | None:
     """The file a server command runs (`python server.py`, `node build/index.js`,
-    `python -m pkg.server`, `uv run server.py`)."""
+    `python -m pkg.server`, `uv run server.py`, `npm start`, a console script's name)."""
     words = list(command)
+    if depth > 3 or not words:
+        return None
+    if posixpath.basename(words[0]) in _RUNNERS and len(words) > 1:
+        name = words[2] if words[1] == "run" and len(words) > 2 else words[1]
+        script = _project_script(name, folder, code)
+        return None if script is None else _started(shlex.split(script), folder, project,
+                                                    code, depth + 1)  # fmt: skip
     for index, word in enumerate(words):
         if word == "-m" and index + 1 < len(words):
             return module_file(words[index + 1], folder, code)
@@ -137,13 +149,51 @@ def _started(command: Sequence[str], folder: str, project: Path, code: Codebase)
         path = posixpath.normpath(posixpath.join(folder, word))
         if path.startswith("../") or path == "..":
             return None
-        if code.has(path):
-            return path
         if (script := js_file(path, code)) is not None:
             return script
         if (project / path).is_file():  # a build's output: not among the app's own files
             return path
+        if (named := _console_script(word, folder, code)) is not None:
+            return named
     return None
+
+
+def _project_script(name: str, folder: str, code: Codebase) -> str | None:
+    """The command of the npm script `name`, as the project had it before the run (one the
+    run added or changed is not the app's)."""
+    prior = code.before()
+    manifest = posixpath.normpath(posixpath.join(folder, "package.json"))
+    scripts = [_json_field(c.read(manifest), "scripts") for c in (prior, code) if c is not None]
+    found = [s.get(name) if isinstance(s, dict) else None for s in scripts]
+    return found[0] if found and isinstance(found[0], str) and len(set(found)) == 1 else None
+
+
+def _console_script(word: str, folder: str, code: Codebase) -> str | None:
+    """The file a command name of the project's runs: a console script of its
+    `pyproject.toml` (`weather = "weather:main"`), or a `bin` of its `package.json`."""
+    manifest = code.read(posixpath.normpath(posixpath.join(folder, "pyproject.toml")))
+    try:
+        scripts = tomllib.loads((manifest or b"").decode(errors="replace"))
+    except tomllib.TOMLDecodeError:
+        scripts = {}
+    target = scripts.get("project", {}).get("scripts", {}).get(word)
+    if isinstance(target, str):
+        return module_file(target.split(":")[0], folder, code)
+    bins = _json_field(code.read(posixpath.normpath(posixpath.join(folder, "package.json"))),
+                       "bin")  # fmt: skip
+    if isinstance(bins, dict) and isinstance(bins.get(word), str):
+        return js_file(posixpath.join(folder, bins[word]), code) or posixpath.normpath(
+            posixpath.join(folder, bins[word])
+        )
+    return None
+
+
+def _json_field(data: bytes | None, field: str) -> Any:
+    try:
+        document = json.loads(data or b"")
+    except ValueError:
+        return None
+    return document.get(field) if isinstance(document, dict) else None
 
 
 def _named_in(code: Codebase, tool: str) -> bool:

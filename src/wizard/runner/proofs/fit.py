@@ -12,11 +12,16 @@ finer is left to the skill's own stop conditions.
 
 from __future__ import annotations
 
+import os
 import posixpath
+import stat
 from collections.abc import Iterable
+from pathlib import Path
 
 from wizard.programs.types import Fit, ProgramConfig
-from wizard.runner.proofs.codebase import GRAMMARS, Codebase
+from wizard.runner.proofs.codebase import GRAMMARS, MAX_SOURCE_BYTES, NOT_SEARCHED, Codebase
+from wizard.tools.paths import ProjectRoot, Refusal
+from wizard.walk import walk
 
 _LANGUAGES = {"python": "Python", "javascript": "JavaScript/TypeScript"}
 _MANIFESTS = frozenset({
@@ -39,6 +44,33 @@ def lacks(code: Codebase, fit: Fit) -> str | None:
         if data is not None and any(signal in data.lower() for signal in signals):
             return None
     return fit.lacking
+
+
+def fits_at_root(project: Path, fit: Fit) -> bool:
+    """Whether the project's own top folder already shows it fits: a manifest or a code file
+    there names a word of the program's, and the project has code in its languages (found by
+    a walk that stops at the first). Most projects that fit say so there, and this reads a
+    few files where `lacks` walks them all; False says nothing, `lacks` decides."""
+    signals = tuple(signal.encode() for signal in fit.signals)
+    resolver = ProjectRoot(project)
+    try:
+        names = sorted(entry.name for entry in os.scandir(project) if entry.is_file(
+            follow_symlinks=False))  # fmt: skip
+    except OSError:
+        return False
+    said = False
+    for name in _ordered(names, fit):
+        data = resolver.read_bytes(name, max_bytes=MAX_SOURCE_BYTES)
+        if not isinstance(data, Refusal) and any(signal in data.lower() for signal in signals):
+            said = True
+            break
+    if not said:
+        return False
+    for _, name, info in walk(project, lambda folder: folder not in NOT_SEARCHED):
+        language = GRAMMARS.get(_suffix(name))
+        if stat.S_ISREG(info.st_mode) and language and _family(language) in fit.languages:
+            return True
+    return False
 
 
 def would_fit(code: Codebase, programs: Iterable[ProgramConfig]) -> list[ProgramConfig]:

@@ -13,6 +13,7 @@ probe values, never the user's: `.env` files stay closed to the probe as to ever
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shlex
 import tempfile
@@ -117,3 +118,24 @@ def read_record(project: Path, file: str, what: str) -> dict[str, Any] | str:
 def python_in(project: Path, folder: str) -> str:
     """The project's own interpreter (its `.venv`) when it has one, else `python3`."""
     return ".venv/bin/python" if (project / folder / ".venv/bin/python").exists() else "python3"
+
+
+def own_credential(said: str) -> str | None:
+    """The credential of its own a server or tool says it lacks, if it says so."""
+    for pattern in _CREDENTIALS:
+        if found := pattern.search(said):
+            return found[0].strip()[:120]
+    return None
+
+
+_CREDENTIALS = (
+    re.compile(r"KeyError: '([A-Z][A-Z0-9_]*(KEY|TOKEN|SECRET|PASSWORD))'"),
+    re.compile(
+        r"\b[A-Z][A-Z0-9_]*(API_KEY|TOKEN|SECRET)\b[^\n]{0,60}\b(not set|missing|required|"
+        r"undefined|must be set)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"(missing|no|invalid) (api[ _]?key|access token|credentials?)\b[^\n]{0,60}", re.IGNORECASE
+    ),
+)

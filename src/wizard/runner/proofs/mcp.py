@@ -17,7 +17,6 @@ import base64
 import contextlib
 import gzip
 import json
-import re
 import shlex
 import time
 import urllib.parse
@@ -32,7 +31,14 @@ from wizard.programs.types import McpProof
 from wizard.runner.proofs.claims import server_is_apps
 from wizard.runner.proofs.codebase import Codebase
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
-from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
+from wizard.runner.proofs.forwarding import (
+    NO_SANDBOX,
+    PROBE_URL,
+    Probe,
+    own_credential,
+    python_in,
+    read_record,
+)
 from wizard.runner.proofs.sink import ProbeSink, Received
 from wizard.tools.child_env import child_env
 from wizard.tools.shell import SandboxedShell, shell_command
@@ -273,27 +279,6 @@ async def _wait_for(found: Callable[[], bool], seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while not found() and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-
-
-def own_credential(said: str) -> str | None:
-    """The credential of its own a server or tool says it lacks, if it says so."""
-    for pattern in _CREDENTIALS:
-        if found := pattern.search(said):
-            return found[0].strip()[:120]
-    return None
-
-
-_CREDENTIALS = (
-    re.compile(r"KeyError: '([A-Z][A-Z0-9_]*(KEY|TOKEN|SECRET|PASSWORD))'"),
-    re.compile(
-        r"\b[A-Z][A-Z0-9_]*(API_KEY|TOKEN|SECRET)\b[^\n]{0,60}\b(not set|missing|required|"
-        r"undefined|must be set)",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        r"(missing|no|invalid) (api[ _]?key|access token|credentials?)\b[^\n]{0,60}", re.IGNORECASE
-    ),
-)
 
 
 def _judge(

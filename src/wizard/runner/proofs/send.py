@@ -19,14 +19,23 @@ from wizard.programs.types import SendProof
 from wizard.runner.proofs.claims import calls_left, entry_is_apps
 from wizard.runner.proofs.codebase import Codebase
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
-from wizard.runner.proofs.forwarding import NO_SANDBOX, PROBE_URL, Probe, python_in, read_record
+from wizard.runner.proofs.forwarding import (
+    NO_SANDBOX,
+    PROBE_URL,
+    Probe,
+    own_credential,
+    python_in,
+    read_record,
+)
 from wizard.runner.proofs.sink import ProbeSink, Received
 from wizard.tools.shell import COULD_NOT_RUN, SandboxedShell, run_command
 
 PROBE_TIMEOUT_S = 45.0
 MISSING = "WIZARD-PROBE-MISSING"
+UNIMPORTABLE = "WIZARD-PROBE-UNIMPORTABLE"
 
-# Calls the entry; a module the project does not have is a missing dependency (exit 3).
+# Calls the entry; a module the project does not have is a missing dependency (exit 3), and
+# one that cannot be imported alone (it needs the app's settings) says so (exit 4).
 _CALL_PYTHON = f"""
 import asyncio, importlib, json, os, sys
 spec = json.loads(sys.argv[1])
@@ -39,6 +48,11 @@ except ModuleNotFoundError as error:
         print("{MISSING}", top, flush=True)
         sys.exit(3)
     raise
+except Exception as error:
+    import traceback
+    traceback.print_exc()
+    print("{UNIMPORTABLE}", type(error).__name__, error, flush=True)
+    sys.exit(4)
 result = getattr(module, spec["function"])(*spec.get("args", []), **spec.get("kwargs", {{}}))
 if asyncio.iscoroutine(result):
     asyncio.run(result)
@@ -58,7 +72,8 @@ try {{
     console.log("{MISSING}", found ? found[1] : error.message);
     process.exit(3);
   }}
-  throw error;
+  console.log("{UNIMPORTABLE}", String(error && error.stack || error));
+  process.exit(4);
 }}
 const fn = mod[spec.function] ?? mod.default?.[spec.function];
 await fn(...(spec.args ?? []));
@@ -174,6 +189,10 @@ def _judge(proof: SendProof, entry: Entry, received: list[Received], code: int |
     if code in COULD_NOT_RUN and not received:
         tail = " ".join(output.strip().splitlines()[-2:])[:200]
         return not_run(f"the probe could not start ({tail or f'exit {code}'})")
+    if code == 4 and UNIMPORTABLE in output and not received:
+        why = output.split(UNIMPORTABLE, 1)[1].strip().splitlines()[0][:200]
+        return not_run(f"{entry.module} cannot be imported alone ({why}): it needs more of "
+                       "the app than the probe gives, so the send cannot be tried")  # fmt: skip
     hits = [r for r in received if r.path.rstrip("/").endswith(proof.path.rstrip("/"))]
     tail = " ".join(output.strip().splitlines()[-3:])[:300]
     ended = "it timed out" if code is None else f"it exited {code}"
@@ -189,6 +208,10 @@ def _judge(proof: SendProof, entry: Entry, received: list[Received], code: int |
                       f"{proof.key_variable} (a key written into the code?)")  # fmt: skip
     if recipient.encode() not in hit.body:
         return failed(f"the request to {proof.path} did not carry the recipient it was given")
+    if code != 0 and (credential := own_credential(output)) is not None:
+        return not_run(f"the send reached {proof.path} with the probe's recipient and key, "
+                       f"then {called} failed on a credential of the app's own ({credential}) "
+                       "the probe does not have: cannot tell whether it completes")  # fmt: skip
     if code != 0:
         return failed(f"the send reached {proof.path}, but calling {called} then failed "
                       f"({ended}): {tail or 'no output'}")  # fmt: skip
