@@ -39,7 +39,7 @@ def _wired(text: str) -> str:
 
 
 def _claim(code: Codebase, module: str, function: str) -> Finding | str:
-    return entry_is_apps(code, module, function, ".")
+    return entry_is_apps(code, module, function, ".", SEND.replaces)
 
 
 def test_the_apps_own_send_path_moved_to_the_api_is_the_apps(tmp_path: Path) -> None:
@@ -49,6 +49,11 @@ def test_the_apps_own_send_path_moved_to_the_api_is_the_apps(tmp_path: Path) -> 
         "app:send_async_email is a function the app had before the run"
     )
     assert _claim(code, "posthog_email", "send_email") == (
+        "posthog_email:send_email is called by app.py's send_async_email, which sent the "
+        "app's email before the run"
+    )
+    # Where nothing says how the app sent, code the app had calling it is enough.
+    assert entry_is_apps(code, "posthog_email", "send_email", ".") == (
         "posthog_email:send_email is called by app.py, which the app had"
     )
 
@@ -60,7 +65,7 @@ def test_a_client_recorded_while_the_app_still_sends_through_flask_mail_fails(
     assert calls_left(code, SEND.replaces) == ["app.py:42 mail.send"]
     claim = _claim(code, "posthog_email", "send_email")
     assert isinstance(claim, Finding) and claim.status == "failed"
-    assert "no code the app had calls it" in claim.text
+    assert "it is not called where the app sent before the run" in claim.text
 
 
 @pytest.mark.parametrize(
@@ -74,6 +79,10 @@ def test_a_client_recorded_while_the_app_still_sends_through_flask_mail_fails(
         # A function added to the app's own file for the probe alone.
         ({"posthog_email.py": CLIENT, "app.py": lambda t: _wired(t).replace(FLASK_API, "")
           + "\n\ndef probe_me(to):\n    send_email(to, 'a', 'b')\n"}, "app", "probe_me"),
+        # The client called from code the app had, but not where it sent: its send gutted.
+        ({"posthog_email.py": CLIENT, "app.py": lambda t: _wired(t).replace(FLASK_API, "")
+          + "\n\ndef health():\n    send_email('ops@example.com', 'ok', 'ok')\n"},
+         "posthog_email", "send_email"),
     ],
 )  # fmt: skip
 def test_an_entry_the_app_never_had_nor_calls_fails(

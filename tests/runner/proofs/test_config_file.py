@@ -75,6 +75,26 @@ def test_a_repository_the_project_does_not_have_fails(tmp_path: Path) -> None:
     assert found.status == "failed" and "(its remotes: none)" in found.text
 
 
+def test_a_remote_with_a_token_in_it_is_never_shown(tmp_path: Path) -> None:
+    remote = "https://x-access-token:ghp_canary123@github.com/acme/other.git"
+    found = config_file(_project(tmp_path, GOOD, remote), PROOF, ANSWERS, True)
+    assert found.status == "failed" and "ghp_canary123" not in found.text
+    assert "https://***@github.com/acme/other.git" in found.text
+
+
+def test_a_git_file_that_is_a_pipe_is_not_read(tmp_path: Path) -> None:
+    """A `.git` that is a pipe would block a plain read forever: it is no repository."""
+    import os
+
+    project = tmp_path / "app"
+    project.mkdir()
+    os.mkfifo(project / ".git")
+    (project / ".posthog").mkdir()
+    (project / ".posthog" / "self-driving.json").write_text(json.dumps(GOOD))
+    found = config_file(Codebase(project), PROOF, ANSWERS, True)
+    assert found.status == "failed" and "(its remotes: none)" in found.text
+
+
 def test_declared_defaults_stand_in_for_answers_when_no_one_can_answer(tmp_path: Path) -> None:
     proof = replace(PROOF, defaults={"goals": ["Grow weekly signups"]})
     code = _project(tmp_path, GOOD, "https://github.com/acme/app")

@@ -14,13 +14,13 @@ import posixpath
 import re
 import shlex
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.names import shown
 from wizard.programs.types import CallPattern
-from wizard.runner.proofs.codebase import CALLS, Codebase, callee, is_test, nodes, text
+from wizard.runner.proofs.codebase import CALLS, Codebase, Source, callee, is_test, nodes, text
 from wizard.runner.proofs.finding import Finding, failed, not_run
 from wizard.runner.proofs.reach import (
     calls,
@@ -31,6 +31,10 @@ from wizard.runner.proofs.reach import (
     imported,
     js_file,
 )
+from wizard.runner.proofs.scopes import enclosing_function
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 NOT_JOURNALED = (
     "wizard cannot tell whether what the skill recorded is the app's: the run was not "
@@ -54,9 +58,17 @@ def module_file(module: str, folder: str, code: Codebase) -> str | None:
     return next((c for c in (f"{stem}.py", f"{stem}/__init__.py") if code.has(c)), None)
 
 
-def entry_is_apps(code: Codebase, module: str, function: str, folder: str) -> Finding | str:
+def entry_is_apps(
+    code: Codebase,
+    module: str,
+    function: str,
+    folder: str,
+    replaced: Sequence[CallPattern] = (),
+) -> Finding | str:
     """Why the recorded `module:function` is the app's; else a finding that says why it
-    proves nothing."""
+    proves nothing. A function the run added must be called where the app sent before the
+    run (a function that made one of the `replaced` calls), or, where nothing says how it
+    sent, by code the app had."""
     prior = code.before()
     if prior is None:
         return not_run(NOT_JOURNALED)
@@ -66,18 +78,47 @@ def entry_is_apps(code: Codebase, module: str, function: str, folder: str) -> Fi
     had = prior.source(file)
     if had is not None and defines(had, function):
         return f"{module}:{function} is a function the app had before the run"
+    senders = _senders(prior, replaced)
     for source in code.sources:
         if source.line or is_test(source.path) or not prior.has(source.path):
             continue
-        if (source.path == file or file in imported(source, code)) and calls(source, function):
-            return f"{module}:{function} is called by {shown(source.path)}, which the app had"
+        if source.path != file and file not in imported(source, code):
+            continue
+        for call in calls(source, function):
+            caller = _function_name(call)
+            if not senders:
+                return f"{module}:{function} is called by {shown(source.path)}, which the app had"
+            if (source.path, caller) in senders:
+                return (f"{module}:{function} is called by {shown(source.path)}'s {caller}, "
+                        "which sent the app's email before the run")  # fmt: skip
+    where = "where the app sent before the run" if senders else "by any code the app had"
     return failed(f"the recorded entry {module}:{function} is not the app's: the app did not "
-                  "have it before the run, and no code the app had calls it")  # fmt: skip
+                  f"have it before the run, and it is not called {where}")  # fmt: skip
+
+
+def _senders(prior: Codebase, replaced: Sequence[CallPattern]) -> set[tuple[str, str]]:
+    """The functions (file, name) that made one of the `replaced` calls before the run."""
+    return {(source.path, _function_name(call)) for source, call in _calls_of(prior, replaced)}
+
+
+def _function_name(node: Node) -> str:
+    """The name of the function `node` is in ("" at a module's top)."""
+    scope = enclosing_function(node)
+    while scope is not None and scope.child_by_field_name("name") is None:
+        holder = scope.parent  # `const send = () => ...`: the name is its declarator's
+        if holder is not None and holder.type == "variable_declarator":
+            return text(holder.child_by_field_name("name"))
+        scope = enclosing_function(scope)
+    return text(scope.child_by_field_name("name")) if scope is not None else ""
 
 
 def calls_left(code: Codebase, patterns: Sequence[CallPattern]) -> list[str]:
     """Where the app still makes one of the calls `patterns` name (`path:line callee`)."""
-    found = []
+    return sorted({f"{source.where(call)} {callee(call)}" for source, call in
+                   _calls_of(code, patterns)})  # fmt: skip
+
+
+def _calls_of(code: Codebase, patterns: Sequence[CallPattern]) -> Iterator[tuple[Source, Node]]:
     for source in code.sources:
         if is_test(source.path):
             continue
@@ -87,8 +128,7 @@ def calls_left(code: Codebase, patterns: Sequence[CallPattern]) -> list[str]:
                 continue
             for node in nodes(source.root):
                 if node.type in CALLS and callee(node).rsplit(".", 1)[-1] in pattern.names:
-                    found.append(f"{source.where(node)} {callee(node)}")
-    return sorted(set(found))
+                    yield source, node
 
 
 def _imports(names: set[str], module: str) -> bool:

@@ -3,7 +3,9 @@ git command in a repository the agent could have touched (its config can run cod
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 
 _SECTION = re.compile(r'^\s*\[\s*remote\s+"([^"]*)"\s*\]\s*$', re.IGNORECASE)
@@ -14,14 +16,11 @@ _MAX_CONFIG_BYTES = 1_000_000
 def remotes(project: Path) -> list[str]:
     """The URLs of the remotes of the repository at `project` (none when it has none)."""
     config = _config_file(project)
-    if config is None:
-        return []
-    try:
-        with config.open("rb") as file:
-            lines = file.read(_MAX_CONFIG_BYTES).decode(errors="replace").splitlines()
-    except OSError:
+    text = _read(config) if config is not None else None
+    if text is None:
         return []
     found, in_remote = [], False
+    lines = text.splitlines()
     for line in lines:
         if line.lstrip().startswith("["):
             in_remote = _SECTION.match(line) is not None
@@ -35,17 +34,30 @@ def _config_file(project: Path) -> Path | None:
     dot_git = project / ".git"
     if dot_git.is_dir() and not dot_git.is_symlink():
         return dot_git / "config"
-    try:
-        pointer = dot_git.read_text(errors="replace") if dot_git.is_file() else ""
-    except OSError:
-        return None
+    pointer = _read(dot_git) or ""
     if not pointer.startswith("gitdir:"):
         return None
     folder = (project / pointer[len("gitdir:") :].strip()).resolve()
-    common = folder / "commondir"
-    if common.is_file():
-        folder = (folder / common.read_text(errors="replace").strip()).resolve()
+    if (common := _read(folder / "commondir")) is not None:
+        folder = (folder / common.strip()).resolve()
     return folder / "config"
+
+
+def _read(path: Path) -> str | None:
+    """A small regular file's text; None for anything else (a pipe would block the read)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        return file.read(_MAX_CONFIG_BYTES).decode(errors="replace")
+
+
+def shown_remote(url: str) -> str:
+    """A remote's address as wizard prints it: any credential in it masked."""
+    return re.sub(r"^([a-z+]+://)[^@/]*@", r"\1***@", url.strip(), flags=re.IGNORECASE)
 
 
 def same_repository(named: str, remote: str) -> bool:

@@ -173,7 +173,7 @@ def _claim(proof: SendProof, code: Codebase, entry: Entry) -> Finding | str:
     if left := calls_left(code, proof.replaces):
         more = f" (and {len(left) - 3} more)" if len(left) > 3 else ""
         return failed(f"the app still sends the old way: {'; '.join(left[:3])}{more}")
-    why = entry_is_apps(code, entry.module, entry.function, entry.folder)
+    why = entry_is_apps(code, entry.module, entry.function, entry.folder, proof.replaces)
     if isinstance(why, Finding) or not proof.replaces:
         return why
     return f"{why}, and no call of the old way of sending is left"

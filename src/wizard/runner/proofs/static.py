@@ -31,7 +31,7 @@ from wizard.runner.proofs.codebase import (
 from wizard.runner.proofs.finding import Finding, failed, not_run, proven
 from wizard.runner.proofs.mappings import Keys, mapping
 from wizard.runner.proofs.reach import browser_roots, reachable
-from wizard.runner.proofs.repository import remotes, same_repository
+from wizard.runner.proofs.repository import remotes, same_repository, shown_remote
 from wizard.runner.proofs.values import origin
 from wizard.tools.paths import ProjectRoot, Refusal
 
@@ -228,7 +228,7 @@ def config_file(
         named = str(document.get(proof.remote, ""))
         known = remotes(code.root)
         if not any(same_repository(named, remote) for remote in known):
-            have = ", ".join(known) or "none"
+            have = ", ".join(shown_remote(remote) for remote in known) or "none"
             return failed(f"{proof.path}: {proof.remote} {named!r} is not a git remote of the "
                           f"project (its remotes: {have})")  # fmt: skip
         checked.append(f"its {proof.remote} is the project's remote")
