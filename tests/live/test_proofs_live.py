@@ -110,6 +110,8 @@ async def test_a_sabotaged_send_is_not_proven(
         (("    urllib.request.urlopen(request, timeout=10).read()\n",
           "    urllib.request.urlopen(request, timeout=10).read()\n"
           "    os.environ['CRM_API_KEY']\n"), "not_run", "a credential of the app's own"),
+        # The app's code does not even parse: no send path at all.
+        (("def send_welcome(to):\n", "def send_welcome(to:\n"), "failed", "SyntaxError"),
         # The send went out, then the send path broke on the answer: the app's flow fails.
         (("    urllib.request.urlopen(request, timeout=10).read()\n",
           "    json.loads(urllib.request.urlopen(request, timeout=10).read())['missing']\n"),
@@ -120,7 +122,9 @@ async def test_what_the_app_needs_beyond_the_probe_is_not_blamed_on_the_integrat
     tmp_path: Path, change: tuple[str, str], status: str, said: str
 ) -> None:
     assert change[0] in SENDER
-    result = await _prove(_project(tmp_path, SENDER.replace(*change)))
+    # The app's mailer as it was before the run, and as the run left it.
+    facts = RunFacts(before=Before({"mailer.py": SENDER.encode()}))
+    result = await _prove(_project(tmp_path, SENDER.replace(*change)), facts=facts)
     assert result.status == status, result
     assert said in result.reason
 

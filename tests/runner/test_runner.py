@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.integrations import email_app, stripe_app
-from wizard.events import EventRecorder, RunStarted
+from wizard.events import AnalyticsEvent, EventRecorder, RunStarted
 from wizard.outcome import Outcome
 from wizard.programs import get_program
 from wizard.programs.types import ProgramConfig
@@ -219,12 +219,16 @@ async def test_a_program_that_does_not_fit_ends_before_the_agent_with_nothing_ch
     before = sorted(p.name for p in tmp_path.iterdir())
     engine = FakeSession([[said("never asked")]])
     environ = {} if preview else OFF
-    outcome = await run_program(_plan(tmp_path, environ=environ, preview=preview),
-                                EventRecorder(), harness=PiHarness(engine))  # fmt: skip
+    recorder = EventRecorder()
+    outcome = await run_program(_plan(tmp_path, environ=environ, preview=preview), recorder,
+                                harness=PiHarness(engine))  # fmt: skip
     assert (outcome.status, exit_code(outcome)) == ("not_applicable", 5)
     assert outcome.reason is not None and outcome.reason.startswith("no code here sends email")
     assert outcome.outro is not None
     assert "`wizard run revenue-analytics` would fit" in (outcome.outro.body or "")
     assert engine.prompts == [] and outcome.changed_files == ()
+    told = [e for e in recorder.events if isinstance(e, AnalyticsEvent)
+            and e.name == "program not applicable"]  # fmt: skip
+    assert [e.properties["program"] for e in told] == ["transactional-email"]
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert Journal(tmp_path).records() == []

@@ -200,6 +200,8 @@ class Run:
         if self.journal is not None:  # a preview's copy, made for nothing
             self.journal.abandon()
         outro = not_applicable_outro(self.plan.program, project, gap)
+        self.sink(AnalyticsEvent("program not applicable",
+                                 {"program": self.plan.program.id, "reason": gap}))  # fmt: skip
         return context.outcome("not_applicable", outro, reason=gap)
 
     async def _work(self, harness: Harness, context: RunContext, workspace: Workspace) -> Outcome:

@@ -48,6 +48,8 @@ except ModuleNotFoundError as error:
         print("{MISSING}", top, flush=True)
         sys.exit(3)
     raise
+except SyntaxError:  # the app's code is broken: that is the integration's failure
+    raise
 except Exception as error:
     import traceback
     traceback.print_exc()
@@ -72,6 +74,7 @@ try {{
     console.log("{MISSING}", found ? found[1] : error.message);
     process.exit(3);
   }}
+  if (error instanceof SyntaxError) throw error;  // the app's code is broken
   console.log("{UNIMPORTABLE}", String(error && error.stack || error));
   process.exit(4);
 }}
