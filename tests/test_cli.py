@@ -262,16 +262,17 @@ def test_programs_are_listed_in_order() -> None:
 def test_the_config_file_sits_below_the_environment_and_the_flags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config.toml"
+    config, project = tmp_path / "config.toml", tmp_path / "app"
+    project.mkdir()
     config.write_text('[gateway]\nurl = "http://127.0.0.1:9"\n\n[run]\nharness = "pie"\n')
     monkeypatch.setenv("WIZARD_CONFIG", str(config))
     # From the file: the gateway is configured, and its harness is used (and is wrong).
-    result = runner.invoke(app, _run_args(tmp_path))
+    result = runner.invoke(app, _run_args(project))
     assert result.exit_code == 2 and "Unknown harness 'pie'" in result.output
     # The environment wins over the file, and a flag wins over the environment.
     monkeypatch.setenv("WIZARD_HARNESS", "pii")
-    assert "Unknown harness 'pii'" in runner.invoke(app, _run_args(tmp_path)).output
-    flagged = runner.invoke(app, _run_args(tmp_path, "--harness", "piu"))
+    assert "Unknown harness 'pii'" in runner.invoke(app, _run_args(project)).output
+    flagged = runner.invoke(app, _run_args(project, "--harness", "piu"))
     assert "Unknown harness 'piu'" in flagged.output
 
 
@@ -601,3 +602,54 @@ def test_the_commands_gather_their_options_into_flags_and_screen(
     result = runner.invoke(app, ["resume", "--project", str(project), "--ci"])
     assert result.exit_code == 2
     assert f"No interrupted orchestrator run of {project} to resume." in result.output
+
+
+@pytest.mark.parametrize("where", ["root", "home", "above home", "state", "empty"])
+def test_a_project_that_is_not_an_apps_folder_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The whole disk, the home folder (its keys and credentials), a folder above it, one
+    that holds wizard's own state, or an empty `--project`: a usage error naming the fix,
+    before anything is touched."""
+    home = tmp_path / "users" / "me"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "app" / ".wizard-state"))
+    (tmp_path / "app" / ".wizard-state").mkdir(parents=True)
+    project = {"root": "/", "home": str(home), "above home": str(tmp_path / "users"),
+               "state": str(tmp_path / "app"), "empty": ""}[where]  # fmt: skip
+    argv = ["run", "transactional-email", "--project", project, "--gateway-url",
+            "http://127.0.0.1:9"]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    said = {"root": "is the whole disk", "home": "is your home folder",
+            "above home": "is a folder that holds your home",
+            "state": "holds wizard's own state",
+            "empty": "is empty: name the project's folder"}[where]  # fmt: skip
+    assert said in result.output.replace("\n", " ")
+    assert sorted(p.name for p in home.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("WIZARD_PREVIEW", "maybe"), ("WIZARD_SANDBOX", "nah"), ("WIZARD_JOURNAL_MAX_FILE", "huge")],
+)
+def test_a_setting_that_means_nothing_is_a_usage_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    """These were ignored (the run went on as if unset) or raised after the agent's run."""
+    monkeypatch.setenv(variable, value)
+    result = runner.invoke(app, [*_run_args(tmp_path), "--gateway-url", "http://127.0.0.1:9"])
+    assert result.exit_code == 2, result.output
+    assert f"{variable}={value!r}" in result.output
+
+
+def test_a_preview_writes_nothing_in_the_project_not_even_a_check(tmp_path: Path) -> None:
+    from wizard.programs import get_program
+    from wizard.runner import RunFlags, plan_run
+
+    before = tmp_path.stat().st_mtime_ns
+    flags = RunFlags(project=tmp_path, gateway_url="http://127.0.0.1:9", preview=True)
+    plan = plan_run(get_program("transactional-email"), flags, {})
+    assert plan.preview and list(tmp_path.iterdir()) == []
+    assert tmp_path.stat().st_mtime_ns == before

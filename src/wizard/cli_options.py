@@ -12,7 +12,17 @@ import typer
 
 from wizard.runner.harness.registry import harness_names
 
-Project = Annotated[Path, typer.Option("--project", help="The project to set up.")]
+
+def _folder(value: str | Path) -> Path:
+    """A `--project` folder as typed: an empty one is a mistake, never this folder."""
+    if isinstance(value, Path):  # the default
+        return value
+    if not value.strip():
+        raise typer.BadParameter("is empty: name the project's folder (`.` for this one)")
+    return Path(value)
+
+
+Project = Annotated[Path, typer.Option("--project", help="The project to set up.", parser=_folder)]
 HarnessOpt = Annotated[
     str | None,
     typer.Option("--harness", help=f"Agent harness: {harness_names()}.  [env var: WIZARD_HARNESS]"),
@@ -216,7 +226,9 @@ def run_options(
     return decorate
 
 
-JournalProject = Annotated[Path, typer.Option("--project", help="The project whose runs to use.")]
+JournalProject = Annotated[
+    Path, typer.Option("--project", help="The project whose runs to use.", parser=_folder)
+]
 RunArg = Annotated[
     str | None, typer.Argument(help="The run id, or a prefix of it (default: the latest run).")
 ]

@@ -177,3 +177,19 @@ def number_setting(
     if number is None or number < 0:
         raise UsageError(f"{name}={value!r} is not a number ≥ 0.", f"Set {name} to a number.")
     return number
+
+
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def switch_setting(environ: Mapping[str, str], name: str, *, default: bool) -> bool:
+    """An on/off variable (`1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`; `default` when
+    unset); a `UsageError` naming it for anything else."""
+    value = environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value in _ON or value in _OFF:
+        return value in _ON
+    choices = f"{', '.join(_ON)} (on), {', '.join(_OFF)} (off)"
+    raise UsageError(f"{name}={environ[name]!r} is neither on nor off.",
+                     f"Set {name} to one of: {choices}.")  # fmt: skip

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wizard.config import number_setting
+from wizard.config import config_path, number_setting, switch_setting
+from wizard.engines.bundle import engines_dir
 from wizard.errors import UsageError
 from wizard.journal.runs import journal_keep
+from wizard.journal.store import DEFAULT_MAX_FILE
+from wizard.layout import state_root
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
@@ -113,7 +116,9 @@ class RunPlan:
 def plan_run(program: ProgramConfig, flags: RunFlags, environ: Mapping[str, str]) -> RunPlan:
     """The plan for `program` as `flags` ask, over `environ`; a `UsageError` (or
     `ConfigError`) naming the fix when something asked for cannot be."""
-    check_project(flags.project)
+    preview = preview_wanted(flags.preview, environ)
+    # A preview works on a copy: nothing, not even a check, writes in the project.
+    check_project(flags.project, environ, writes=not preview)
     binding = resolve_binding(program, flags.binding, environ)
     skills = skill_source(flags.skills_dir, environ)
     check_skill(skills, program.skill)
@@ -130,8 +135,8 @@ def plan_run(program: ProgramConfig, flags: RunFlags, environ: Mapping[str, str]
     prices = price_table(environ)
     budget = run_budget(flags.budget, environ, binding.model, prices)
     journal_keep(environ)  # a bad value is refused now, not after the agent's run
+    number_setting(environ, "WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE, int)
     sandbox = sandbox_enabled(environ, flags.no_sandbox)
-    preview = preview_wanted(flags.preview, environ)
     if preview and not sandbox:
         raise UsageError(
             "A preview needs the OS sandbox: without it the agent's commands run as you, "
@@ -156,8 +161,9 @@ def plan_run(program: ProgramConfig, flags: RunFlags, environ: Mapping[str, str]
     )
 
 
-def check_project(project: Path) -> None:
-    """The project must be a folder the agent can write to; a `UsageError` naming the fix."""
+def check_project(project: Path, environ: Mapping[str, str], *, writes: bool = True) -> None:
+    """The project must be an app's folder the agent can write to (`writes`); a
+    `UsageError` naming the fix."""
     if not project.exists():
         raise UsageError(
             f"Project directory {project} does not exist.",
@@ -167,6 +173,9 @@ def check_project(project: Path) -> None:
         raise UsageError(
             f"{project} is not a directory.", "Pass --project DIR with the project's folder."
         )
+    _not_too_wide(project.resolve(), environ)
+    if not writes:
+        return
     try:  # as the agent would: root ignores permission bits, not read-only mounts
         with tempfile.NamedTemporaryFile(dir=project, prefix=".wizard-write-check-"):
             pass
@@ -175,6 +184,25 @@ def check_project(project: Path) -> None:
             f"The project {project} cannot be written: {exc.strerror}.",
             "The agent edits files there: make the folder writable, then run again.",
         ) from exc
+
+
+def _not_too_wide(project: Path, environ: Mapping[str, str]) -> None:
+    """Not the whole disk, not the home folder or a folder that holds it (its SSH keys, cloud
+    credentials and shell profile would be the agent's to read), and not a folder that holds
+    wizard's own state, engines or config."""
+    fix = "Pass --project DIR with the app's own folder (or run wizard inside it)."
+    if project == Path(project.anchor):
+        raise UsageError(f"The project {project} is the whole disk.", fix)
+    home = Path.home().resolve()
+    if home == project or home.is_relative_to(project):
+        where = "your home folder" if home == project else f"a folder that holds your home {home}"
+        raise UsageError(f"The project {project} is {where}: its keys, credentials and "
+                         "shell profile would be the agent's to read.", fix)  # fmt: skip
+    owned = {"state": state_root(), "engines": engines_dir(), "config": config_path(environ)}
+    for what, folder in owned.items():
+        if folder.exists() and folder.resolve().is_relative_to(project):
+            raise UsageError(f"The project {project} holds wizard's own {what} ({folder}).",
+                             fix)  # fmt: skip
 
 
 def skill_source(skills_dir: Path | None, environ: Mapping[str, str]) -> SkillSource:
@@ -219,7 +247,7 @@ def preview_wanted(flag: bool | None, environ: Mapping[str, str]) -> bool:
     config file's `[run] preview`)."""
     if flag is not None:
         return flag
-    return environ.get("WIZARD_PREVIEW", "").strip().lower() in ("1", "true", "yes", "on")
+    return switch_setting(environ, "WIZARD_PREVIEW", default=False)
 
 
 def _max_parallel(flag: int | None, environ: Mapping[str, str]) -> int:

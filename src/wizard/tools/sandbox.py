@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.atomic import write_atomically
+from wizard.config import switch_setting
 from wizard.errors import UsageError
 from wizard.tools.git_config import holds_credentials
 from wizard.tools.limits import CommandLimits
@@ -264,13 +265,9 @@ def private_caches(temp_dir: Path) -> dict[str, Path]:
 
 
 def sandbox_enabled(environ: Mapping[str, str], flag_off: bool) -> bool:
-    """Whether the run is sandboxed: yes, unless `--no-sandbox` or `WIZARD_SANDBOX=off`."""
-    return not flag_off and environ.get("WIZARD_SANDBOX", "on").strip().lower() not in (
-        "off",
-        "0",
-        "false",
-        "no",
-    )
+    """Whether the run is sandboxed: yes, unless `--no-sandbox` or `WIZARD_SANDBOX=off` (a
+    value that is neither on nor off is a `UsageError`)."""
+    return not flag_off and switch_setting(environ, "WIZARD_SANDBOX", default=True)
 
 
 def missing_tools() -> list[str]:
