@@ -2,7 +2,9 @@
 place, however it ends.
 
 lock → workspace (a preview's copy) → sandbox → engine → journal → sequence → verification →
-record; the engine's stage (its check, then its start where its harness starts it early)
+record; whether the program fits the project is read beside the first stages, and a program
+that does not fit ends the run `not_applicable` before the journal or the sequence; the
+engine's stage (its check, then its start where its harness starts it early)
 runs alongside the workspace and the sandbox, the journal's first snapshot alongside the
 sequence's start (its skill's install, and every tool call, wait for it), and the engine
 runs nothing of the agent's until the sequence gives it its launch. Expected endings come
