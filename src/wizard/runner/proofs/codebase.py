@@ -166,9 +166,9 @@ class Codebase:
         """Every app file, sorted."""
         if not self.prior or self.changes is None:
             return tuple(sorted(self._walked))
-        changed = self.changes.changed
-        now = {path for path in self._walked if changed.get(path, b"") is not None}
-        gone = {path for path, content in changed.items()
+        before = self.changes
+        now = {path for path in self._walked if before.existed(path)}
+        gone = {path for path, content in before.changed.items()
                 if content is not None and _is_app_file(path)}  # fmt: skip
         return tuple(sorted(now | gone))
 
@@ -194,10 +194,6 @@ class Codebase:
         if self.prior or self.changes is None:
             return self if self.prior else None
         return Codebase(self.root, self.changes, prior=True)
-
-    def existed(self, path: str) -> bool | None:
-        """Whether `path` was in the project before the run; None when nothing says."""
-        return None if self.changes is None else self.changes.existed(path)
 
     @cached_property
     def sources(self) -> tuple[Source, ...]:
