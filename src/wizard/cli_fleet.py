@@ -29,7 +29,7 @@ from wizard.runner.harness.registry import HARNESSES, harness_names
 
 if TYPE_CHECKING:
     from wizard.fleet.model import Burndown, Target
-    from wizard.fleet.service import Connection
+    from wizard.fleet.service import Client
 
 _T = TypeVar("_T")
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -66,7 +66,7 @@ def _target(command: str, temporal: str | None, namespace: str, tls: bool) -> Ta
     return Target(address, namespace, tls)
 
 
-def _with_temporal(command: str, work: Callable[[Connection], Awaitable[_T]], target: Target) -> _T:
+def _with_temporal(command: str, work: Callable[[Client], Awaitable[_T]], target: Target) -> _T:
     """Connect (the embedded server by default) and do `work`; errors in wizard's words."""
     try:
         from wizard.fleet.service import connect
@@ -156,6 +156,7 @@ def run(
     """
     from wizard.fleet.model import FleetSpec, RunOptions
     from wizard.fleet.repos import fleet_id_for, read_repos
+    from wizard.fleet.seal import ID
     from wizard.programs import get_program
 
     try:
@@ -170,6 +171,10 @@ def run(
             raise UsageError(f"Unknown harness {harness!r}.", f"Use {harness_names()}.")
         if not no_worker:
             _check_gateway()
+        if fleet is not None and not ID.fullmatch(fleet):
+            raise UsageError(f"--fleet {fleet!r} is not a fleet id.",
+                             "Use letters, digits, '.', '_' and '-' (up to 100), starting with "
+                             "a letter or digit.")  # fmt: skip
         spec = FleetSpec(
             fleet_id=fleet or fleet_id_for(program, repos), program=program,
             repos=read_repos(repos),
@@ -181,20 +186,19 @@ def run(
         raise usage_exit(exc, "fleet run") from exc
     target = _target("run", temporal, namespace, tls)
 
-    async def work(connection: Connection) -> tuple[Burndown, str | None]:
+    async def work(client: Client) -> Burndown:
         from wizard.fleet.service import follow, serve, start_fleet, worker_steps
 
-        handle, started = await start_fleet(connection.client, spec)
-        ui = f" Temporal UI: {connection.ui}" if connection.ui else ""
+        handle, started = await start_fleet(client, spec)
         typer.echo(f"{'Started' if started else 'Joined'} fleet {spec.fleet_id}: {program} on "
-                   f"{len(spec.repos)} repositories.{ui}", err=True)  # fmt: skip
+                   f"{len(spec.repos)} repositories.", err=True)  # fmt: skip
         watched = asyncio.ensure_future(follow(handle, _progress()))
         if not no_worker:
-            await serve(connection.client, worker_steps(max_parallel), watched)
-        return await watched, connection.ui
+            await serve(client, worker_steps(max_parallel), watched)
+        return await watched
 
-    final, ui = _interruptible(lambda: _with_temporal("run", work, target), spec.fleet_id)
-    _show(final, as_json, ui)
+    final = _interruptible(lambda: _with_temporal("run", work, target), spec.fleet_id)
+    _show(final, as_json)
     raise typer.Exit(0 if final.succeeded else 1)
 
 
@@ -213,12 +217,12 @@ def worker(
         raise usage_exit(exc, "fleet worker") from exc
     target = _target("worker", temporal, namespace, tls)
 
-    async def work(connection: Connection) -> None:
+    async def work(client: Client) -> None:
         from wizard.fleet.service import serve, worker_steps
 
         steps = worker_steps(max_parallel)
         typer.echo(f"Worker serving fleets ({steps.queue}); Ctrl-C stops it.", err=True)
-        await serve(connection.client, steps, _stopped())
+        await serve(client, steps, _stopped())
 
     _with_temporal("worker", work, target)
 
@@ -236,13 +240,13 @@ def status(
     """Print a fleet's burndown: one row per repository, totals, cost and time."""
     target = _target("status", temporal, namespace, tls)
 
-    async def work(connection: Connection) -> tuple[Burndown, str | None]:
+    async def work(client: Client) -> Burndown:
         from wizard.fleet.service import burndown
 
-        return await burndown(connection.client, fleet), connection.ui
+        return await burndown(client, fleet)
 
-    shown, ui = _with_temporal("status", work, target)
-    _show(shown, as_json, ui)
+    shown = _with_temporal("status", work, target)
+    _show(shown, as_json)
 
 
 @fleet_app.command("cancel")
@@ -255,10 +259,10 @@ def cancel(
     """Stop a fleet: running repositories are stopped and cleaned up, queued ones never start."""
     target = _target("cancel", temporal, namespace, tls)
 
-    async def work(connection: Connection) -> None:
+    async def work(client: Client) -> None:
         from wizard.fleet.service import cancel as cancel_fleet
 
-        await cancel_fleet(connection.client, fleet)
+        await cancel_fleet(client, fleet)
 
     _with_temporal("cancel", work, target)
     typer.echo(f"Asked fleet {fleet} to stop; `wizard fleet status {fleet}` follows it.")
@@ -317,11 +321,11 @@ def _progress() -> Callable[[Burndown], None]:
     return seen
 
 
-def _show(burndown: Burndown, as_json: bool, ui: str | None = None) -> None:
+def _show(burndown: Burndown, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(burndown.to_dict(ui), indent=1, sort_keys=True))
+        typer.echo(json.dumps(burndown.to_dict(), indent=1, sort_keys=True))
         return
     from wizard.ui.console import make_console
     from wizard.ui.fleet import burndown_view
 
-    make_console().print(burndown_view(burndown, ui))
+    make_console().print(burndown_view(burndown))

@@ -78,3 +78,10 @@ def stop_descendants() -> list[int]:
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
             pass
     return stopped
+
+
+def die_with_parent() -> None:
+    """In a child, before it runs its program: SIGTERM when its parent dies (Linux's
+    parent-death signal; elsewhere nothing)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

@@ -162,9 +162,11 @@ def test_two_workers_share_a_fleet_on_a_separately_started_server(
     )  # fmt: skip
     workers: list[subprocess.Popen[bytes]] = []
     address = f"127.0.0.1:{port}"
+    # The workers of one owner's fleet share its key (each has its own state folder here).
+    shared = {**fleet.env, "WIZARD_FLEET_KEY_FILE": str(tmp_path / "fleet.key")}
     try:
         for name in ("a", "b"):
-            env = {**fleet.env, "WIZARD_STATE_DIR": str(tmp_path / f"worker-{name}")}
+            env = {**shared, "WIZARD_STATE_DIR": str(tmp_path / f"worker-{name}")}
             workers.append(subprocess.Popen(
                 [sys.executable, "-m", "wizard", "fleet", "worker", "--temporal", address,
                  "--max-parallel", "1"], env=env, stdout=subprocess.DEVNULL,
@@ -172,7 +174,7 @@ def test_two_workers_share_a_fleet_on_a_separately_started_server(
             ))  # fmt: skip
         done = fleet.wizard("fleet", "run", PROGRAM, "--repos", str(fleet.world.repos_file),
                             "--no-worker", "--temporal", address, "--max-parallel", "2",
-                            "--json")  # fmt: skip
+                            "--json", env=shared)  # fmt: skip
         burndown = _burndown(done)
         assert _ended(burndown) == fleet.world.deserves
         assert len({row["worker"] for row in burndown["rows"]}) == 2

@@ -24,6 +24,7 @@ def test_paths_urls_branches_comments_and_unique_ids(tmp_path: Path) -> None:
     listing.write_text(
         "# the fleet\n\nservices/billing\nother/billing   release  # a comment\n"
         "https://github.com/acme/web.git main\ngit@github.com:acme/api.git\n"
+        "ssh://git@host.example/acme/ops.git\n"
     )
     repos = read_repos(listing)
     assert [(r.source, r.branch) for r in repos] == [
@@ -31,10 +32,11 @@ def test_paths_urls_branches_comments_and_unique_ids(tmp_path: Path) -> None:
         (str(tmp_path / "other" / "billing"), "release"),
         ("https://github.com/acme/web.git", "main"),
         ("git@github.com:acme/api.git", None),
+        ("ssh://git@host.example/acme/ops.git", None),
     ]
     ids = [r.id for r in repos]
-    assert ids[0] == "billing" and ids[1].startswith("billing-") and ids[2:] == ["web", "api"]
-    assert len(set(ids)) == 4
+    assert ids[0] == "billing" and ids[1].startswith("billing-")
+    assert ids[2:] == ["web", "api", "ops"] and len(set(ids)) == 5
 
 
 @pytest.mark.parametrize(
@@ -48,6 +50,9 @@ def test_paths_urls_branches_comments_and_unique_ids(tmp_path: Path) -> None:
         ("ext::sh%20-c%20touch%20/tmp/pwned", "git transport wizard does not run"),
         ("fd::3", "git transport wizard does not run"),
         ("gopher://x/y.git", "git transport wizard does not run"),
+        ("https://me:ghp_abc@github.com/acme/web.git", "URL with credentials"),
+        ("https://ghp_abc@github.com/acme/web.git", "URL with credentials"),
+        ("ssh://me:hunter2@host/acme/web.git", "URL with credentials"),
     ],
 )
 def test_a_bad_line_is_named_with_its_number(tmp_path: Path, line: str, said: str) -> None:

@@ -18,7 +18,7 @@ from temporalio.client import Client
 
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import Burndown, FleetSpec, Repo
-from wizard.fleet.server import ensure_server, stop_server
+from wizard.fleet.server import Server, connect_embedded, ensure_server, stop_server
 from wizard.fleet.service import burndown as fleet_status
 from wizard.fleet.service import cancel, serve, start_fleet
 
@@ -26,10 +26,10 @@ FAKE = Path(__file__).with_name("fake_wizard.py")
 
 
 @pytest.fixture(scope="module")
-def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The embedded server, in a folder of its own; its address."""
+def temporal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The embedded server, in a folder of its own."""
     folder = tmp_path_factory.mktemp("temporal")
-    yield ensure_server(folder).address
+    yield ensure_server(folder)
     stop_server(folder)
 
 
@@ -60,9 +60,9 @@ class World:
     def events(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
-    async def fleet(self, address: str, spec: FleetSpec, worker_parallel: int = 4,
+    async def fleet(self, server: Server, spec: FleetSpec, worker_parallel: int = 4,
                     during: Any = None) -> Burndown:  # fmt: skip
-        client = await Client.connect(address)
+        client = await connect_embedded(server, "default")
         steps = Steps(self.root / "workspaces", worker_parallel, (sys.executable, str(FAKE)))
         handle, started = await start_fleet(client, spec)
         assert started
@@ -90,7 +90,7 @@ def _rows(burndown: Burndown) -> dict[str, tuple[str, int]]:
 
 
 async def test_engine_and_api_failures_are_retried_and_final_endings_are_not(
-    temporal: str, world: World
+    temporal: Server, world: World
 ) -> None:
     failed = {"status": "failed", "reason": "broke"}
     repos = world.repos({
@@ -123,7 +123,9 @@ def _most_at_once(events: list[dict[str, Any]]) -> int:
     return most
 
 
-async def test_parallelism_is_bounded_per_fleet_and_per_worker(temporal: str, world: World) -> None:
+async def test_parallelism_is_bounded_per_fleet_and_per_worker(
+    temporal: Server, world: World
+) -> None:
     repos = world.repos({f"r{i}": [{"sleep": 0.6}] for i in range(5)})
     burndown = await world.fleet(temporal, _spec(repos, max_parallel=3), worker_parallel=2)
     assert {status for status, _ in _rows(burndown).values()} == {"set up"}
@@ -131,7 +133,7 @@ async def test_parallelism_is_bounded_per_fleet_and_per_worker(temporal: str, wo
 
 
 async def test_the_pace_spaces_starts_and_a_rate_limit_slows_it(
-    temporal: str, world: World
+    temporal: Server, world: World
 ) -> None:
     limited = {"status": "failed", "error_type": "WIZARD_RATE_LIMIT", "reason": "429"}
     repos = world.repos({"limited": [limited, {}], "a": [{}], "b": [{}]})
@@ -144,7 +146,9 @@ async def test_the_pace_spaces_starts_and_a_rate_limit_slows_it(
     assert burndown.pace_seconds >= 0.5
 
 
-async def test_no_repository_starts_once_the_budget_is_spent(temporal: str, world: World) -> None:
+async def test_no_repository_starts_once_the_budget_is_spent(
+    temporal: Server, world: World
+) -> None:
     repos = world.repos({"first": [{"cost": 0.5}], "second": [{}], "third": [{}]})
     burndown = await world.fleet(temporal, _spec(repos, max_parallel=1, max_cost=0.4))
     assert _rows(burndown) == {"first": ("set up", 1), "second": ("skipped", 0),
@@ -154,7 +158,7 @@ async def test_no_repository_starts_once_the_budget_is_spent(temporal: str, worl
 
 
 async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(
-    temporal: str, world: World
+    temporal: Server, world: World
 ) -> None:
     repos = world.repos({"long": [{"sleep": 60}], "queued": [{}]})
     spec = _spec(repos, max_parallel=1)
@@ -163,7 +167,7 @@ async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(
         while not (world.log.exists() and world.events()):
             await asyncio.sleep(0.05)
         # `wizard fleet status` of a running fleet, as another process asks (its own client).
-        now = await fleet_status(await Client.connect(temporal), spec.fleet_id)
+        now = await fleet_status(await connect_embedded(temporal, "default"), spec.fleet_id)
         assert {row.repo: row.status for row in now.rows} == {"long": "running",
                                                               "queued": "queued"}  # fmt: skip
         assert not now.finished
@@ -174,3 +178,25 @@ async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(
     assert {row.repo: row.status for row in ended.rows} == {"long": "cancelled",
                                                             "queued": "cancelled"}  # fmt: skip
     assert [e["event"] for e in world.events()] == ["start", "terminated"]
+
+
+async def test_a_worker_refuses_a_fleet_its_owner_did_not_start(
+    temporal: Server, world: World
+) -> None:
+    """Another user (or anyone who reached the Temporal) starts a fleet straight at the
+    server, sealed with a key that is not the owner's: the worker neither clones nor runs."""
+    from wizard.fleet.seal import sealed
+    from wizard.fleet.workflows import FleetWorkflow
+
+    repos = world.repos({"theirs": [{}]})
+    spec = sealed(_spec(repos), b"not the owner's key" * 4)
+    client = await connect_embedded(temporal, "default")
+    handle = await client.start_workflow(FleetWorkflow.run, spec, id=spec.fleet_id,
+                                         task_queue="wizard-fleet")  # fmt: skip
+    steps = Steps(world.root / "workspaces", 2, (sys.executable, str(FAKE)))
+    result = asyncio.ensure_future(handle.result())
+    await serve(client, steps, result)
+    [row] = result.result().rows
+    assert row.status == "failed" and "will not run it" in row.reason
+    assert not world.log.exists()  # no run started
+    assert not (world.root / "workspaces").exists()  # nothing cloned

@@ -22,10 +22,7 @@ def test_the_burndown_keeps_rows_whole_and_reasons_literal() -> None:
     )  # fmt: skip
     buffer = io.StringIO()
     Console(file=buffer, width=80, no_color=True).print(
-        burndown_view(
-            Burndown("f-1", "revenue-analytics", rows, 0.0907, finished=True),
-            "http://127.0.0.1:8233",
-        )
+        burndown_view(Burndown("f-1", "revenue-analytics", rows, 0.0907, finished=True))
     )
     text = buffer.getvalue()
     assert "stripe-checkout-node-0     proven" in text and "created 8a09cb8" in text
@@ -33,4 +30,3 @@ def test_the_burndown_keeps_rows_whole_and_reasons_literal() -> None:
     assert "app-with-secrets: (left out of the commit: .env)" in text
     assert "3 repositories (2 proven, 1 aborted); finished; cost $0.0907" in text
     assert "Published to branch wizard/revenue-analytics" in text
-    assert "Temporal UI: http://127.0.0.1:8233" in text

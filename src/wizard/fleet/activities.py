@@ -31,9 +31,10 @@ from temporalio.exceptions import ApplicationError
 
 from wizard.config import number_setting
 from wizard.errors import JournalError
-from wizard.fleet import gitwork
+from wizard.fleet import gitwork, seal
 from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
 from wizard.journal import forget_journal
+from wizard.processes import die_with_parent
 
 # Endings of a run worth another attempt: the gateway or the engine broke, not the work.
 RATE_LIMITED = "WIZARD_RATE_LIMIT"
@@ -52,8 +53,10 @@ class Steps:
         # `-P`, and the workspace as its folder: nothing of the folder the worker was started
         # in is on the run's Python path.
         wizard: Sequence[str] = (sys.executable, "-P", "-m", "wizard"),
+        key: bytes | None = None,
     ) -> None:
         self.root = root
+        self.key = key if key is not None else seal.fleet_key(make=True)
         self.max_parallel = max_parallel
         self.queue = worker_queue(root)
         self.wizard = tuple(wizard)  # how to start `wizard` (a test's stand-in, at this edge)
@@ -67,11 +70,24 @@ class Steps:
     async def claim(self, job: RepoJob) -> str:
         """Take `job` if this worker has a free slot: its own task queue; if not, a retried
         error, so that the next attempt may reach another worker."""
+        self._admit(job)
         key = f"{job.fleet_id}/{job.repo.id}"
         if key not in self.taken and len(self.taken) >= self.max_parallel:
             raise ApplicationError("every slot of this worker is taken", type="Busy")
         self.taken.add(key)
         return self.queue
+
+    def _admit(self, job: RepoJob, workspace: Workspace | None = None) -> None:
+        """Refuse, for good, a job this worker's owner did not start (its seal), with ids that
+        are not folder names, or a workspace that is not the job's own."""
+        try:
+            seal.check(job, self.key)
+        except seal.Unsealed as exc:
+            raise ApplicationError(f"this worker will not run it: {exc}", type="Refused",
+                                   non_retryable=True) from exc  # fmt: skip
+        if workspace is not None and Path(workspace.folder) != self._folder(job):
+            raise ApplicationError(f"{workspace.folder} is not the job's workspace",
+                                   type="Refused", non_retryable=True)  # fmt: skip
 
     def _folder(self, job: RepoJob) -> Path:
         return self.root / job.fleet_id / job.repo.id
@@ -79,6 +95,7 @@ class Steps:
     @activity.defn(name="prepare")
     async def prepare(self, job: RepoJob) -> Workspace:
         """A clean workspace for `job`: whatever an earlier attempt left goes, then a clone."""
+        self._admit(job)
         self.taken.add(f"{job.fleet_id}/{job.repo.id}")
         folder = self._folder(job)
         await asyncio.to_thread(_remove, folder)
@@ -93,6 +110,7 @@ class Steps:
     @activity.defn(name="run")
     async def run(self, job: RepoJob, workspace: Workspace) -> RunResult:
         """`wizard run --preview` on the workspace; its outcome, or a retried error."""
+        self._admit(job, workspace)
         folder = Path(workspace.folder)
         outcome_file = folder / "outcome.json"
         await asyncio.to_thread(_forget, folder / "repo")  # an earlier attempt's preview
@@ -124,6 +142,7 @@ class Steps:
     @activity.defn(name="publish")
     async def publish(self, job: RepoJob, workspace: Workspace, result: RunResult) -> Published:
         """The run's patch as a commit on the fleet's branch of the repository."""
+        self._admit(job, workspace)
         folder = Path(workspace.folder)
         patch = folder / "change.patch"
         text = patch.read_bytes().decode(errors="surrogateescape") if patch.is_file() else ""
@@ -142,6 +161,7 @@ class Steps:
     async def clean_up(self, job: RepoJob) -> None:
         """Remove the repository's workspace (its run's journal and preview too), and free its
         slot."""
+        self._admit(job)
         await asyncio.to_thread(_remove, self._folder(job))
         with contextlib.suppress(OSError):
             self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
@@ -202,7 +222,7 @@ async def _run_wizard(command: list[str], env: dict[str, str], cwd: Path) -> tup
     process = await asyncio.create_subprocess_exec(
         *command, env=env, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=_die_with_parent,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent,
     )  # fmt: skip
     assert process.stderr is not None
     errors = asyncio.ensure_future(process.stderr.read())
@@ -219,11 +239,3 @@ async def _run_wizard(command: list[str], env: dict[str, str], cwd: Path) -> tup
         await process.wait()
         raise
     return code, (await errors).decode(errors="replace")[-800:]
-
-
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the worker dies (Linux's parent-death signal)."""
-    if sys.platform == "linux":
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

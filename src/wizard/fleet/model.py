@@ -40,8 +40,9 @@ class Repo:
     fleet (unique, safe as a folder name and in a workflow id)."""
 
     id: str
-    source: str  # an absolute local path, or a git URL
+    source: str  # an absolute local path, or a git URL (with no credentials)
     branch: str | None = None
+    seal: str = ""  # its job's, signed by the fleet's owner (`seal`)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ class FleetSpec:
     def branch(self) -> str:
         """The branch a published result goes to."""
         return f"wizard/{self.program}"
+
+    def job(self, repo: Repo) -> RepoJob:
+        """What `repo`'s child workflow is given."""
+        return RepoJob(self.fleet_id, self.program, repo, self.run, self.publish == "branch",
+                       self.branch)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,8 @@ class Burndown:
         """Whether every repository ended set up (proven or not)."""
         return all(row.status in SUCCEEDED for row in self.rows)
 
-    def to_dict(self, ui: str | None = None) -> dict[str, Any]:
-        """The burndown for machines: its rows and totals, and the Temporal UI's address."""
+    def to_dict(self) -> dict[str, Any]:
+        """The burndown for machines: its rows and totals (`temporal_ui` is always null now:
+        the embedded server has no UI, and it stays for the schema's 1.x readers)."""
         return {**asdict(self), "counts": self.counts(), "succeeded": self.succeeded,
-                "temporal_ui": ui, "schema_version": FLEET_SCHEMA_VERSION}  # fmt: skip
+                "temporal_ui": None, "schema_version": FLEET_SCHEMA_VERSION}  # fmt: skip

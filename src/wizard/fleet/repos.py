@@ -20,6 +20,9 @@ from wizard.fleet.model import Repo
 
 # The git transports a fleet clones over: URLs of these schemes, and scp-like `user@host:path`.
 _URL = re.compile(r"^(?:(?:https?|ssh|git|file)://|[\w.-]+@[\w.-]+:(?!:))", re.IGNORECASE)
+# A URL's user and password (`https://user:token@host`), or a lone token as its user: any
+# user in an HTTP URL, a password in any. `ssh://git@host` and `git@host:path` name no secret.
+_CREDENTIALS = re.compile(r"^(?:https?://[^/@]+@|[a-z]+://[^/@:]+:[^/@]*@)", re.IGNORECASE)
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$")
 
@@ -56,6 +59,13 @@ def read_repos(path: Path) -> tuple[Repo, ...]:
 
 def _source(word: str, folder: Path, path: Path, number: int) -> str:
     if _URL.match(word):
+        if _CREDENTIALS.match(word):
+            raise UsageError(
+                f"{path}, line {number}, has a URL with credentials in it; a fleet's "
+                "repositories are kept in Temporal's history, where they would be too.",
+                "Leave the user and token out of the URL: git's credential helper or an SSH "
+                "key gives them to the clone.",
+            )
         return word
     if "::" in word or re.match(r"^[a-z][a-z0-9+.-]*://", word, re.IGNORECASE):
         raise _bad(path, number, f"uses a git transport wizard does not run: {word!r}")

@@ -1,9 +1,9 @@
 """A fleet from the outside: connect to Temporal, start or join a fleet, serve as a worker,
 read its burndown, cancel it.
 
-The embedded server (`server.py`) is used when no address is given; `--temporal HOST:PORT`
-(with a namespace, and TLS) reaches an existing cluster instead. Everything here is async and
-returns values; the command line (`cli_fleet`) prints them.
+The embedded server (`server.py`, reached through its socket) is used when no address is
+given; `--temporal HOST:PORT` (with a namespace, and TLS) reaches an existing cluster
+instead. Everything here is async and returns values; the command line (`cli_fleet`) prints them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -21,43 +20,37 @@ from temporalio.worker import Worker
 from wizard.errors import ConfigError, UsageError
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Target
-from wizard.fleet.server import ensure_server
+from wizard.fleet.seal import fleet_key, sealed
+from wizard.fleet.server import connect_embedded, ensure_server
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 from wizard.layout import state_root
 
 POLL_SECONDS = 0.5
 
 
-@dataclass(frozen=True)
-class Connection:
-    """A client, and the web UI's address when wizard knows it."""
-
-    client: Client
-    ui: str | None
-
-
-async def connect(target: Target) -> Connection:
-    """A client of `target`, starting the embedded server when no address is given."""
-    ui = None
-    address = target.address
-    if address is None:
-        server = await asyncio.to_thread(ensure_server)
-        address, ui = server.address, server.ui
+async def connect(target: Target) -> Client:
+    """A client of `target`, starting the embedded server (through its socket) when no
+    address is given."""
     try:
-        client = await Client.connect(address, namespace=target.namespace, tls=target.tls)
+        if target.address is None:
+            server = await asyncio.to_thread(ensure_server)
+            return await connect_embedded(server, target.namespace)
+        return await Client.connect(target.address, namespace=target.namespace, tls=target.tls)
     except RuntimeError as exc:  # the SDK's core says a connection failed this way
+        where = target.address or "the embedded server"
         hint = "Check --temporal (HOST:PORT), --namespace and --tls."
-        raise ConfigError(f"Cannot reach Temporal at {address}: {exc}", hint) from exc
-    return Connection(client, ui)
+        raise ConfigError(f"Cannot reach Temporal at {where}: {exc}", hint) from exc
 
 
 async def start_fleet(
     client: Client, spec: FleetSpec
 ) -> tuple[WorkflowHandle[FleetWorkflow, Burndown], bool]:
-    """Start `spec`'s fleet, or join it if it is running; the handle, and whether it started."""
+    """Start `spec`'s fleet, each repository's job sealed with the owner's key (`seal`), or
+    join it if it is running; the handle, and whether it started."""
     try:
         handle = await client.start_workflow(
-            FleetWorkflow.run, spec, id=spec.fleet_id, task_queue=TASK_QUEUE,
+            FleetWorkflow.run, sealed(spec, fleet_key(make=True)), id=spec.fleet_id,
+            task_queue=TASK_QUEUE,
         )  # fmt: skip
         return handle, True
     except WorkflowAlreadyStartedError:

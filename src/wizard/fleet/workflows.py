@@ -168,8 +168,7 @@ class FleetWorkflow:
                     self.budget_spent = True
                     break
                 await self._paced()
-                job = RepoJob(spec.fleet_id, spec.program, repo, spec.run,
-                              spec.publish == "branch", spec.branch)  # fmt: skip
+                job = spec.job(repo)
                 self.running += 1
                 self.rows[repo.id] = replace(self.rows[repo.id], status="running")
                 children.append(asyncio.create_task(self._child(job)))

@@ -14,7 +14,7 @@ _STYLES = {"proven": "green", "set up": "green", "aborted": "yellow", "unverifie
            "cancelled": "dim"}  # fmt: skip
 
 
-def burndown_view(burndown: Burndown, ui: str | None = None) -> RenderableType:
+def burndown_view(burndown: Burndown) -> RenderableType:
     """The fleet's rows, then each repository's reason, its totals and cost. Every text that
     came from a run (a reason is the agent's own words) is shown as text, never as markup."""
     table = Table(title=Text(f"Fleet {burndown.fleet_id}: {burndown.program}"),
@@ -30,7 +30,6 @@ def burndown_view(burndown: Burndown, ui: str | None = None) -> RenderableType:
     lines += [
         f"Published to branch {b}" for b in sorted({r.branch for r in burndown.rows if r.branch})
     ]
-    lines += [f"Temporal UI: {ui}"] if ui else []
     return Group(table, Text("\n".join(lines)))
 
 
