@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal, cast
 
 from wizard.analytics import analytics_from_env
+from wizard.code_names import runs_code
 from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
@@ -33,7 +34,6 @@ from wizard.runlog import RunLog
 from wizard.runner import run_program
 from wizard.runner.plan import RunFlags, plan_run, preview_wanted
 from wizard.runner.sequence.orchestrator.sequence import saved_tasks
-from wizard.tools.code_names import runs_code
 from wizard.tools.paths import is_env_name
 from wizard.ui.ci import CiOutput
 from wizard.ui.console import make_console

@@ -38,3 +38,17 @@ def test_a_rate_limited_run_waits_longer_at_each_attempt(monkeypatch: pytest.Mon
     monkeypatch.setenv("WIZARD_FLEET_RATE_WAIT", "10")
     waits = [rate_limit_wait(attempt).total_seconds() for attempt in (1, 2, 3, 10)]
     assert waits == [10, 20, 40, 600]
+
+
+def test_a_run_gets_no_credential_that_could_push() -> None:
+    from wizard.fleet.activities import run_env
+
+    worker = {
+        "PATH": "/usr/bin",
+        "WIZARD_GATEWAY_KEY": "k",
+        "SSH_AUTH_SOCK": "/run/agent",
+        "GH_TOKEN": "ghp_x",
+        "GIT_ASKPASS": "/bin/askpass",
+        "GIT_CONFIG_GLOBAL": "/x",
+    }
+    assert run_env(worker) == {"PATH": "/usr/bin", "WIZARD_GATEWAY_KEY": "k"}

@@ -94,7 +94,10 @@ def test_secrets_and_wizards_own_files_are_left_out_and_named(origin: Path, tmp_
         "notes/key.txt": key, ".claude/skills/revenue-analytics/SKILL.md": "# skill\n",
     })  # fmt: skip
     published = gitwork.publish(checkout, base, patch, BRANCH, "m", changed=[".env"])
-    assert published.left_out == (".env", ".env.local", "deploy/id_ed25519", "notes/key.txt")
+    assert published.left_out == (
+        ".env (a secret's name)", ".env.local (a secret's name)",
+        "deploy/id_ed25519 (a secret's name)", "notes/key.txt (holds a secret)",
+    )  # fmt: skip
     files = _git("ls-tree", "-r", "--name-only", BRANCH, cwd=origin).split()
     assert files == ["app.py"]
 
@@ -146,3 +149,52 @@ def test_a_url_and_a_branch_are_cloned_and_published_back_to_the_url(
     published = gitwork.publish(folder / "repo", base, patch, BRANCH, "m")
     assert published.state == "created"
     assert _git("rev-parse", f"{BRANCH}~1", cwd=origin) == base
+
+
+def test_a_colleague_who_clones_the_branch_gets_only_what_the_program_may_change(
+    origin: Path, tmp_path: Path
+) -> None:
+    """What a hostile agent left in a preview, published by the rules of revenue-analytics:
+    a CI workflow posting the repository's secrets, a planted bare repository whose
+    fsmonitor runs on `git status`, secrets under names no list knew and in content, a
+    pytest plugin, a file with a glob's characters in its name. The colleague's clone holds
+    the integration alone, and `git status` there runs nothing."""
+    from wizard.programs import get_program
+
+    checkout, base = _workspace(origin, tmp_path)
+    ran = tmp_path / "ran"
+    planted = {
+        "app.py": "import posthog\nposthog.capture('x', 'paid')\n",
+        "requirements.txt": "posthog\n",
+        ".github/workflows/ci.yml": "on: push\njobs: {x: {steps: [{run: 'curl -d @$SECRETS'}]}}\n",
+        "docs/HEAD": "ref: refs/heads/main\n",
+        "docs/config": f"[core]\n\tbare = false\n\tworktree = ..\n\tfsmonitor = touch {ran}\n",
+        "docs/refs/heads/.keep": "",
+        "config/prod.env": "DATABASE_URL=postgres://u:p@db/prod\n",
+        ".aws/credentials": "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n",
+        "token.txt": "ghp_" + "a" * 36 + "\n",
+        "notes.md": "the key is sk_live_" + "b" * 24 + "\n",
+        "conftest.py": "import os; os.system('id')\n",
+        "src/[x].yml": "not a program's path\n",
+        "bunfig.toml": "preload = ['./evil.ts']\n",
+    }
+    patch = _patch(checkout, planted)
+    rules = get_program("revenue-analytics").publishable
+    published = gitwork.publish(checkout, base, patch, BRANCH, "m", publishable=rules)
+    why = dict(entry.rsplit(" (", 1) for entry in published.left_out)
+    assert why == {
+        ".aws/credentials": "a secret's name)", ".github/workflows/ci.yml": "runs code in CI "
+        "or a colleague's tools)", "bunfig.toml": "runs code in CI or a colleague's tools)",
+        "config/prod.env": "a secret's name)", "conftest.py": "runs code in CI or a "
+        "colleague's tools)", "docs/HEAD": "a repository)", "docs/config": "a repository)",
+        "docs/refs/heads/.keep": "a repository)", "notes.md": "holds a secret)",
+        "src/[x].yml": "not a path the program changes)", "token.txt": "a secret's name)",
+    }  # fmt: skip
+    colleague = tmp_path / "colleague"
+    _git("clone", "--quiet", "--branch", BRANCH, str(origin), str(colleague), cwd=tmp_path)
+    files = sorted(_git("ls-files", cwd=colleague).split())
+    assert files == ["app.py", "requirements.txt"]
+    for folder in (colleague, colleague / "src"):
+        if folder.is_dir():
+            _git("status", cwd=folder)
+    assert not ran.exists()

@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wizard.tools.code_names import CODE_FILES, CODE_FOLDERS, CODE_PATTERNS, runs_code
+from wizard.code_names import CODE_FILES, CODE_FOLDERS, CODE_PATTERNS, runs_code
 
 NAMES = (".claude", "hooks", "settings.json", "settings.local.JSON", "Settings-x.json",
          "site.pth", ".PTH", "pth", "a.pth.txt", "src", "app.py", ".", "..", "", ".Git",

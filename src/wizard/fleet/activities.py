@@ -20,7 +20,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -35,6 +35,7 @@ from wizard.fleet import gitwork, seal
 from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
 from wizard.journal import forget_journal
 from wizard.processes import die_with_parent
+from wizard.programs import get_program
 
 # Endings of a run worth another attempt: the gateway or the engine broke, not the work.
 RATE_LIMITED = "WIZARD_RATE_LIMIT"
@@ -119,7 +120,7 @@ class Steps:
                    str(folder / "repo"), "--preview", "--patch-out", str(folder / "change.patch"),
                    "--outcome-json", str(outcome_file), "--ci", *job.run.arguments()]  # fmt: skip
         started = time.monotonic()
-        code, tail = await _run_wizard(command, dict(os.environ), folder)
+        code, tail = await _run_wizard(command, run_env(os.environ), folder)
         if not outcome_file.is_file():
             kind = "UsageError" if code == 2 else "WIZARD_ENGINE_FAILURE"
             raise ApplicationError(f"wizard run ended {code} with no outcome: {tail}", type=kind,
@@ -152,7 +153,7 @@ class Steps:
         try:
             return await asyncio.to_thread(
                 gitwork.publish, folder / "repo", workspace.base_commit, text, job.branch,
-                message, result.changed_files,
+                message, result.changed_files, get_program(job.program).publishable,
             )  # fmt: skip
         except gitwork.GitFailed as exc:
             raise ApplicationError(f"could not publish: {exc}", type="PublishFailed") from exc
@@ -188,6 +189,20 @@ def rate_limit_wait(attempt: int) -> timedelta:
     seconds (default 30), doubled at each attempt, at most 10 minutes."""
     first = number_setting(os.environ, "WIZARD_FLEET_RATE_WAIT", 30.0, float)
     return timedelta(seconds=min(first * 2 ** (attempt - 1), 600.0))
+
+
+# What gives git or a forge write access: the publish step's alone, never a run's.
+WRITE_CREDENTIALS = frozenset({
+    "SSH_AUTH_SOCK", "SSH_ASKPASS", "GIT_ASKPASS", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN",
+    "GL_TOKEN", "BITBUCKET_TOKEN", "GIT_SSH", "GIT_SSH_COMMAND",
+})  # fmt: skip
+
+
+def run_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """A run's environment: the worker's, without a credential that could push (`GIT_*`
+    included, which could point git at another config)."""
+    return {key: value for key, value in environ.items()
+            if key not in WRITE_CREDENTIALS and not key.startswith("GIT_")}  # fmt: skip
 
 
 def worker_queue(root: Path) -> str:

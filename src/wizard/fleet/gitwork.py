@@ -7,20 +7,20 @@ with plumbing, so no filter, hook or attribute of the repository runs. Git runs 
 minimal environment; only the steps that talk to a remote (clone, fetch, push) see the
 user's own git config, for their credentials, and never a hook.
 
-The branch is idempotent: a tree equal to the branch's tip publishes nothing, a change goes
-on top of the tip (or replaces the branch, with a lease, when its base moved), and a file that
-looks like a secret (`.env*`, keys) is left out of the commit and named.
+The branch is idempotent: a tree equal to the branch's tip publishes nothing, and a change
+goes on top of the tip (or replaces the branch, with a lease, when its base moved). What the
+commit may carry is decided by rule (`publishing`); what it leaves out is named. Pathspecs
+are literal: a file's name is never a pattern.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from wizard.fleet import publishing
 from wizard.fleet.model import Published, Repo
 from wizard.journal import GIT_ENV_ALLOW, own_git_env
 from wizard.layout import SKILL_FILES
@@ -34,11 +34,6 @@ _SETTINGS = (
     "core.hooksPath=/dev/null", "core.fsmonitor=false", "protocol.ext.allow=never",
     "protocol.fd.allow=never", "submodule.recurse=false", "gc.auto=0", "advice.detachedHead=false",
 )  # fmt: skip
-SECRET_NAMES = (
-    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "id_rsa*",
-    "id_dsa*", "id_ecdsa*", "id_ed25519*", ".npmrc", ".pypirc", ".netrc", "credentials*.json",
-)  # fmt: skip
-_PRIVATE_KEY = re.compile(r"^\+.*-----BEGIN [A-Z ]*PRIVATE KEY-----", re.MULTILINE)
 AUTHOR = ("wizard", "wizard@localhost")
 
 
@@ -46,8 +41,19 @@ class GitFailed(Exception):
     """A git command failed: its words, for the step's error."""
 
 
-def git(*args: str, cwd: Path, remote: bool = False, index: Path | None = None) -> str:
+def git(
+    *args: str, cwd: Path, remote: bool = False, index: Path | None = None, data: bytes = b""
+) -> str:
     """Run wizard's git in `cwd`; its standard output, or `GitFailed` with its error."""
+    return run_git(*args, cwd=cwd, remote=remote, index=index, data=data).decode(
+        errors="surrogateescape"
+    )
+
+
+def run_git(
+    *args: str, cwd: Path, remote: bool = False, index: Path | None = None, data: bytes = b""
+) -> bytes:
+    """`git`, its output as bytes."""
     if remote:
         env = {k: v for k, v in os.environ.items() if k in (*GIT_ENV_ALLOW, *_REMOTE)}
     else:
@@ -56,10 +62,12 @@ def git(*args: str, cwd: Path, remote: bool = False, index: Path | None = None) 
             "GIT_COMMITTER_NAME": AUTHOR[0], "GIT_COMMITTER_EMAIL": AUTHOR[1]}  # fmt: skip
     if index is not None:
         env["GIT_INDEX_FILE"] = str(index)
-    command = ["git", *(part for s in _SETTINGS for part in ("-c", s)), *args]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    command = ["git", "--literal-pathspecs", *(part for s in _SETTINGS for part in ("-c", s)),
+               *args]  # fmt: skip
+    done = subprocess.run(command, cwd=cwd, env=env, input=data, capture_output=True, check=False)
     if done.returncode != 0:
-        raise GitFailed(f"git {' '.join(args[:2])}: {done.stderr.strip()[-500:]}")
+        stderr = done.stderr.decode(errors="replace").strip()[-500:]
+        raise GitFailed(f"git {' '.join(args[:2])}: {stderr}")
     return done.stdout
 
 
@@ -71,55 +79,98 @@ def clone(repo: Repo, dest: Path) -> str:
     return git("rev-parse", "HEAD", cwd=dest).strip()
 
 
-def looks_secret(path: str, diff: str) -> bool:
-    """Whether a changed file looks like a secret: by its name, or a private key it adds."""
-    name = path.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(name, p) for p in SECRET_NAMES) or bool(
-        _PRIVATE_KEY.search(diff)
-    )
-
-
-def _file_diffs(patch: str) -> dict[str, str]:
-    """Each file's part of a `git diff` patch, by its new path (its old one if deleted)."""
-    parts: dict[str, str] = {}
-    for part in re.split(r"(?m)^(?=diff --git )", patch):
-        header = re.match(r'diff --git "?a/(.+?)"? "?b/(.+?)"?$', part.split("\n", 1)[0])
-        if header:
-            parts[header.group(2)] = part
-    return parts
-
-
 def publish(
-    checkout: Path, base: str, patch: str, branch: str, message: str, changed: Sequence[str] = ()
+    checkout: Path,
+    base: str,
+    patch: str,
+    branch: str,
+    message: str,
+    changed: Sequence[str] = (),
+    publishable: Sequence[str] = ("*",),
 ) -> Published:
-    """Publish `patch` (against `base`) as a commit on `branch` of the checkout's origin;
-    `changed` are all the files the run changed, those the patch already left out included."""
-    diffs = _file_diffs(patch)
-    named = set(diffs) | set(changed)
-    left_out = tuple(sorted(p for p in named if looks_secret(p, diffs.get(p, ""))))
-    if not patch.strip():
-        return Published(branch, "", "nothing to publish", left_out)
-    patch_file = checkout.parent / "publish.patch"
-    patch_file.write_text(patch, encoding="utf-8")
+    """Publish `patch` (against `base`) as a commit on `branch` of the checkout's origin,
+    with only what the rules let through (`publishing`: `publishable` are the program's
+    paths); `changed` are all the files the run changed, those the patch already left out
+    included."""
     index = checkout.parent / "publish.index"
     index.unlink(missing_ok=True)
     git("read-tree", base, cwd=checkout, index=index)
-    # wizard's own working files (the skill it installed) are not the integration.
-    exclude = [f"--exclude={path}" for path in (*left_out, f"{SKILL_FILES}*")]
-    git("apply", "--cached", "--whitespace=nowarn", *exclude, str(patch_file), cwd=checkout,
-        index=index)  # fmt: skip
+    if patch.strip():
+        patch_file = checkout.parent / "publish.patch"
+        patch_file.write_text(patch, encoding="utf-8", errors="surrogateescape")
+        # wizard's own working files (the skill it installed) are not the integration.
+        git("apply", "--cached", "--whitespace=nowarn", f"--exclude={SKILL_FILES}*",
+            str(patch_file), cwd=checkout, index=index)  # fmt: skip
+    changes = _staged(checkout, base, index)
+    staged = {change.path for change in changes}
+    out = publishing.left_out(changes, publishable)
+    # What the patch did not carry is named when a rule of its own would have left it out.
+    out |= publishing.left_out(
+        [
+            publishing.Changed(p, "100644")
+            for p in changed
+            if p not in staged and not p.startswith(SKILL_FILES)
+        ],
+        ("*",),
+    )
+    _unstage(checkout, base, index, [path for path in out if path in staged])
+    left = tuple(f"{path} ({why})" for path, why in sorted(out.items()))
     tree = git("write-tree", cwd=checkout, index=index).strip()
     if tree == git("rev-parse", f"{base}^{{tree}}", cwd=checkout).strip():
-        return Published(branch, "", "nothing to publish", left_out)
+        return Published(branch, "", "nothing to publish", left)
     tip = _remote_tip(checkout, branch)
     if tip and git("rev-parse", f"{tip}^{{tree}}", cwd=checkout).strip() == tree:
-        return Published(branch, tip, "unchanged", left_out)
+        return Published(branch, tip, "unchanged", left)
     on_tip = bool(tip) and _is_ancestor(checkout, base, tip)
     parent = tip if on_tip else base
     commit = git("commit-tree", tree, "-p", parent, "-m", message, cwd=checkout).strip()
     git("push", "--quiet", f"--force-with-lease=refs/heads/{branch}:{tip}", "origin",
         f"{commit}:refs/heads/{branch}", cwd=checkout, remote=True)  # fmt: skip
-    return Published(branch, commit, "updated" if tip else "created", left_out)
+    return Published(branch, commit, "updated" if tip else "created", left)
+
+
+def _staged(checkout: Path, base: str, index: Path) -> list[publishing.Changed]:
+    """Each file the private index changes from `base`: its new mode and content."""
+    raw = run_git("diff-index", "--cached", "-z", "--no-renames", base, cwd=checkout, index=index)
+    fields = raw.split(b"\0")
+    entries = [(fields[i].split(), fields[i + 1].decode(errors="surrogateescape"))
+               for i in range(0, len(fields) - 1, 2)]  # fmt: skip
+    blobs = [meta[3].decode() for meta, _ in entries if meta[1] in (b"100644", b"100755")]
+    contents = _contents(checkout, blobs)
+    return [
+        publishing.Changed(path, None if meta[1] == b"000000" else meta[1].decode(),
+                           contents.get(meta[3].decode(), b""))
+        for meta, path in entries
+    ]  # fmt: skip
+
+
+def _contents(checkout: Path, blobs: Sequence[str]) -> dict[str, bytes]:
+    """The content of each blob (one `git cat-file --batch`)."""
+    if not blobs:
+        return {}
+    out = run_git(
+        "cat-file", "--batch", cwd=checkout, data="".join(f"{b}\n" for b in blobs).encode()
+    )
+    found, at = {}, 0
+    for blob in blobs:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split()[2])
+        found[blob] = out[header_end + 1 : header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return found
+
+
+def _unstage(checkout: Path, base: str, index: Path, paths: Sequence[str]) -> None:
+    """Put `paths` back as `base` has them (or out of the index, if it has none)."""
+    if not paths:
+        return
+    listed = run_git("ls-tree", "-z", base, "--", *paths, cwd=checkout)
+    kept = {entry.split(b"\t", 1)[1]: entry for entry in listed.split(b"\0") if entry}
+    lines = [kept.get(path.encode(errors="surrogateescape"),
+                      b"0 " + b"0" * 40 + b"\t" + path.encode(errors="surrogateescape"))
+             for path in paths]  # fmt: skip
+    run_git("update-index", "-z", "--index-info", cwd=checkout, index=index,
+            data=b"".join(line + b"\0" for line in lines))  # fmt: skip
 
 
 def _remote_tip(checkout: Path, branch: str) -> str:

@@ -241,6 +241,21 @@ GENERIC_ORCHESTRATION = Orchestration(
 )
 
 
+# What an integration in an app changes: its code, pages and styles, its dependency
+# manifests and their locks, an environment template, what git ignores, and documentation.
+APP_FILES = (
+    "*.py", "*.pyi", "*.js", "*.mjs", "*.cjs", "*.jsx", "*.ts", "*.mts", "*.cts", "*.tsx",
+    "*.vue", "*.svelte", "*.astro", "*.html", "*.htm", "*.jinja", "*.jinja2", "*.j2", "*.ejs",
+    "*.hbs", "*.handlebars", "*.njk", "*.pug", "*.erb", "*.php", "*.rb", "*.go", "*.java",
+    "*.kt", "*.swift", "*.cs", "*.rs", "*.css", "*.scss", "*.md", "*.mdx", "*.rst", "*.txt",
+    "package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock",
+    "pyproject.toml", "poetry.lock", "uv.lock", "Pipfile", "Pipfile.lock", "Gemfile",
+    "Gemfile.lock", "go.mod", "go.sum", "Cargo.toml", "Cargo.lock", "composer.json",
+    "composer.lock", ".env.example", ".env.sample", ".env.template", "tsconfig*.json",
+    ".gitignore",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ProgramConfig:
     """One program: what a run is for, and what the user sees when it ends."""
@@ -273,11 +288,23 @@ class ProgramConfig:
     # What a project must have for the program to fit it: a project without it ends
     # `not_applicable` before the agent starts (None: any project).
     fits: Fit | None = None
+    # The paths its integration may change (patterns; `*` crosses `/`, a pattern without
+    # one matches a file's name): all a fleet's published branch may carry of its run,
+    # besides the files its checks, proofs and report name (`publishable`).
+    publishes: tuple[str, ...] = APP_FILES
 
     @property
     def written_files(self) -> tuple[str, ...]:
         """The files the program's skill must write (its `file_exists` checks)."""
         return tuple(check.value for check in self.checks if check.kind == "file_exists")
+
+    @property
+    def publishable(self) -> tuple[str, ...]:
+        """Every path pattern a published branch may carry of a run (`publishes`, and the
+        files the program itself names)."""
+        named = [*self.written_files, *(self.report_file or "").split()]
+        named += [proof.path for proof in self.proofs if isinstance(proof, ConfigProof)]
+        return (*self.publishes, *named)
 
     @property
     def failure_message(self) -> str:

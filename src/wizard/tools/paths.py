@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from wizard.atomic import write_in
-from wizard.tools.code_names import refusal_text, runs_code
+from wizard.code_names import refusal_text, runs_code
 
 # Environment-file templates hold no secrets; every other `.env*` file is closed.
 ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})

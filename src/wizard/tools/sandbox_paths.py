@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wizard.tools.code_names import ROOT_NAMES, runs_code
+from wizard.code_names import ROOT_NAMES, runs_code
 from wizard.tools.git_config import CREDENTIAL_PATTERN
 
 # Outside the project and the run's folders, the only folders a command may read: the system

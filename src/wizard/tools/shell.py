@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from wizard.code_names import ROOT_NAMES
 from wizard.tools.base import HostTool, ToolResult, schema
 from wizard.tools.child_env import child_env
-from wizard.tools.code_names import ROOT_NAMES
 from wizard.tools.limits import OUTPUT_BYTES, CommandLimits
 from wizard.tools.sandbox import SandboxPolicy
 

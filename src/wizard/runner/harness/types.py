@@ -159,7 +159,7 @@ class RunInputs:
     sandbox: SandboxPolicy | None = None
     # A preview's copy shows these folders of the project read-only (`ProjectRoot`).
     read_only: Mapping[str, Path] = field(default_factory=dict)
-    # Paths that run code as the user (`tools.code_names`) the program's skill must write.
+    # Paths that run code as the user (`code_names`) the program's skill must write.
     code_paths: tuple[str, ...] = ()
     # Whether a skill's `[ABORT]` ends the run. pi always looks; the anthropic harness looks
     # only when the program declares abort cases, as the TypeScript wizard's does (in linear,

@@ -1,8 +1,11 @@
 """The names in a project whose content runs as the user, outside any sandbox, when the user
-does something ordinary there: commits (git hooks, husky, pre-commit, lefthook), opens an
-editor or an agent (`.vscode` tasks that run on folder open, `.claude` settings, `.mcp.json`),
-enters the folder (`.envrc`), installs (`.npmrc`, `.yarnrc.yml` with its `yarnPath`,
-`.pnpmfile.cjs`), starts Python (a `.pth` file, `sitecustomize.py`) or a shell (rc files).
+does something ordinary there: commits (git hooks, husky, pre-commit, lefthook), pushes (a
+forge's CI: `.github`, `.gitlab-ci.yml`, …), opens an editor or an agent (`.vscode` tasks
+that run on folder open, `.claude`, `.cursor` and `.gemini` settings, `.mcp.json`, vim's
+rc files), enters the folder (`.envrc`, `.rvmrc`, `mise` and asdf's tool files), installs
+(`.npmrc`, `.yarnrc.yml` with its `yarnPath`, `.pnpmfile.cjs`, `bunfig.toml`), lints
+(`.pylintrc` loads plugins), starts Python (a `.pth` file, `sitecustomize.py`) or a shell
+(rc files).
 
 One list, used by both doors: the OS sandbox closes them to commands, wizard's `write` and
 `edit` refuse them (unless the program declares the path as one its skill must write), and a
@@ -18,13 +21,23 @@ import re
 from pathlib import PurePath
 
 # Everything beneath these folders.
-CODE_FOLDERS = (".git", ".husky", ".githooks", ".vscode", ".idea", ".devcontainer")
+CODE_FOLDERS = (
+    ".git", ".husky", ".githooks", ".vscode", ".idea", ".devcontainer", ".cursor", ".gemini",
+    ".windsurf", ".continue",
+    # Forges' CI, run with the repository's secrets on the next push.
+    ".github", ".gitlab", ".circleci", ".buildkite", ".azure-pipelines", ".woodpecker", ".gitea",
+    ".forgejo", ".tekton",
+)  # fmt: skip
 # These names, at any depth.
 CODE_FILES = (
     ".gitmodules", ".gitconfig", ".mcp.json", ".envrc", ".npmrc",
     ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".pre-commit-config.yaml", "lefthook.yml",
     ".lefthook.yml", "sitecustomize.py", "usercustomize.py", ".bashrc", ".bash_profile",
-    ".zshrc", ".zprofile", ".profile", ".ripgreprc",
+    ".zshrc", ".zprofile", ".profile", ".ripgreprc", ".gitlab-ci.yml", ".travis.yml",
+    "azure-pipelines.yml", "bitbucket-pipelines.yml", ".drone.yml", "Jenkinsfile",
+    ".woodpecker.yml", "appveyor.yml", ".appveyor.yml", ".pylintrc", "pylintrc", "bunfig.toml",
+    ".mise.toml", "mise.toml", ".tool-versions", ".rvmrc", ".exrc", ".nvimrc", ".nvim.lua",
+    ".vimrc", ".gvimrc",
 )  # fmt: skip
 # Paths ending in these patterns, at any depth.
 CODE_PATTERNS = ("*.pth", ".claude/settings*.json", ".claude/hooks/*")
