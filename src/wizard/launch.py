@@ -101,6 +101,8 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
         edits = None
     code = [path for path in record.changed if runs_code(path)]
     warnings = (*outcome.warnings, wrote_code(code, outcome.run_id)) if code else outcome.warnings
+    if record.repos_added:
+        warnings = (*warnings, BARE_REPOSITORIES)
     if outcome.status == "cancelled":  # interrupted: what it ran on and used, from its record
         outcome = replace(
             outcome,
@@ -131,6 +133,15 @@ def resumable(outcome: Outcome, run_id: str, project: Path) -> Outcome:
     body = f"{outcome.outro.body}\n\nSteps: {stood}. Carry it on with `{command}`: the steps "
     body += "that finished are not run again."
     return replace(outcome, outro=replace(outcome.outro, body=body))
+
+
+# What a run that made a repository recommends: git then uses a repository only where it is
+# named (`--git-dir`, `GIT_DIR`) or a `.git`, never a folder it found by its shape.
+BARE_REPOSITORIES = (
+    "Set `git config --global safe.bareRepository explicit`: a folder that holds a HEAD, "
+    "objects/ and refs/ is a repository to git, whatever its name, and a git command run "
+    "there runs its configuration."
+)
 
 
 def wrote_code(paths: list[str], run_id: str) -> str:

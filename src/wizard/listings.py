@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -297,6 +298,22 @@ def _repositories(data: bytes) -> Iterator[bytes]:
         at = data.find(b".git\0", at + 5)
 
 
+def _bare_repositories(data: bytes) -> Iterator[bytes]:
+    """The path of each folder in a listing's `data` that is a repository by what it holds
+    (`walk.is_repository`): a `HEAD`, and `objects` and `refs` folders beside it."""
+    at = data.find(b"/HEAD\0")
+    while at != -1:
+        start = data.rfind(b"\0", 0, at) + 1
+        meta, _, path = data[start : at + 5].partition(b"\t")
+        folder = path[: -len(b"/HEAD")]
+        if not meta.startswith(b"d:") and all(
+            re.search(rb"(?:^|\0)d:[^\t\0]*\t" + re.escape(folder + part) + rb"\0", data)
+            for part in (b"/objects", b"/refs")
+        ):
+            yield folder
+        at = data.find(b"/HEAD\0", at + 6)
+
+
 def heavy_folders(root: Path) -> Iterator[str]:
     """Each dependency or build folder beneath `root`, as a snapshot finds it (never inside
     another, nor inside a `.git`, never through a link). Only folders are looked at: each
@@ -330,6 +347,7 @@ def folder_listing(
     """The listing of `folder`, the project's folder at `path`, and the repositories in it."""
     data = list_folder(folder, stop)
     repos = {f"{path}/{os.fsdecode(found)}": "folder" for found in _repositories(data)}
+    repos |= {f"{path}/{os.fsdecode(found)}": "bare" for found in _bare_repositories(data)}
     return FolderListing(path, digest_of(data), data, repos)
 
 

@@ -5,17 +5,32 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 
+def is_repository(folder: Path | str, names: Collection[str]) -> bool:
+    """Whether `folder`, whose entries are `names`, is a git repository by what it holds,
+    whatever its name: git takes a folder with a `HEAD`, an `objects/` and a `refs/` for
+    one (`git init --bare docs`), and runs its config's commands (`core.fsmonitor`) there."""
+    return (
+        "HEAD" in names and "objects" in names and "refs" in names
+        and os.path.isdir(os.path.join(folder, "objects"))
+        and os.path.isdir(os.path.join(folder, "refs"))
+    )  # fmt: skip
+
+
 def walk(
-    root: Path, enter: Callable[[str], bool], top: Callable[[str], bool] = lambda name: True
+    root: Path,
+    enter: Callable[[str], bool],
+    top: Callable[[str], bool] = lambda name: True,
+    repository: Callable[[str], None] | None = None,
 ) -> Iterator[tuple[str, str, os.stat_result]]:
     """Every entry beneath `root` as (its path from `root`, its name, its own `lstat`); a
     folder is walked into when `enter(name)` says so; of `root`'s own entries, only those
-    `top(name)` takes. What cannot be listed or looked at (it went away, no permission) is
-    passed over."""
+    `top(name)` takes. A folder beneath `root` that is a repository by what it holds
+    (`is_repository`) is given to `repository` instead of walked, when there is one. What
+    cannot be listed or looked at (it went away, no permission) is passed over."""
     stack = [""]
     while stack:
         relative = stack.pop()
@@ -23,6 +38,11 @@ def walk(
             found = [i for i in os.scandir(root / relative) if relative or top(i.name)]
         except OSError:
             continue
+        if repository is not None and relative:
+            names = {i.name for i in found}
+            if "HEAD" in names and is_repository(root / relative, names):
+                repository(relative)
+                continue
         for item in found:
             path = f"{relative}/{item.name}" if relative else item.name
             try:

@@ -106,6 +106,32 @@ def test_undo_never_removes_through_a_folder_the_agent_turned_into_a_link(
     assert any("no longer a folder" in line for line in done.restored)
 
 
+@pytest.mark.parametrize("where", ["docs", "node_modules/x", "deep/er/assets"])
+def test_a_repository_without_a_git_name_is_found_by_what_it_holds(
+    project: Path, where: str
+) -> None:
+    """`git init --bare docs` with `core.worktree=..` and an fsmonitor: `git status` in
+    `docs/` would run it as the user. It is a repository by its HEAD, objects/ and refs/,
+    named as one and removed by undo; its files are not journaled as the app's."""
+    _git("init", "-q", cwd=project)
+    journal = _journal(project)
+    record = journal.begin("r1", "prog")
+    (project / where).parent.mkdir(parents=True, exist_ok=True)
+    _git("init", "-q", "--bare", str(project / where), cwd=project)
+    _git("config", "-f", str(project / where / "config"), "core.worktree", "..", cwd=project)
+    _git("config", "-f", str(project / where / "config"), "core.fsmonitor", "touch pwned",
+         cwd=project)  # fmt: skip
+    (project / "docs-not-a-repo").mkdir()
+    (project / "docs-not-a-repo" / "HEAD").write_text("a file named HEAD\n")
+    target = journal.finish(record, "succeeded")
+    assert target.repos_added == [where]
+    assert not any(path.startswith(f"{where}/") for path in target.changed)
+    assert "docs-not-a-repo/HEAD" in target.changed
+    done = journal.undo(target, "u1")
+    assert not (project / where).exists()
+    assert any(f"removed {where}, a git repository" in line for line in done.restored)
+
+
 @pytest.mark.parametrize("where", ["pkg", "node_modules/x", "deep/er/sub"])
 def test_a_repository_planted_anywhere_is_named_and_undo_removes_it(
     project: Path, where: str

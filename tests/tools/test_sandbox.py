@@ -38,7 +38,26 @@ def test_the_policy_writes_only_the_project_and_the_runs_temp(tmp_path: Path) ->
     assert f"{project}/.git" in policy.deny_write
     assert f"{project}/vendor/lib/.git" in policy.deny_write
     assert f"{project}/.husky" in policy.deny_write
-    assert f"{project}/**/.env" in policy.deny_read and f"{project}/**/.env.*" in policy.deny_read
+    for name in (".env", ".env.*", ".envrc", "*.env"):
+        assert f"{project}/**/{name}" in policy.deny_read
+
+
+def test_a_repository_without_a_git_name_is_closed_and_its_config_masked(tmp_path: Path) -> None:
+    """`git init --bare docs` with a token in its config: closed to writes like a `.git`,
+    and its credential masked; a folder that merely holds a file named HEAD is not."""
+    import subprocess
+
+    project = tmp_path / "p"
+    (project / "notes").mkdir(parents=True)
+    (project / "notes" / "HEAD").write_text("a file\n")
+    subprocess.run(["git", "init", "-q", "--bare", str(project / "docs")], check=True)
+    with open(project / "docs" / "config", "a") as config:
+        config.write('[remote "o"]\n\turl = https://x-access-token:ghs_1@github.com/o/r\n')
+    policy = build_policy(project, tmp_path / "t", home=tmp_path / "home", environ={})
+    root = str(project.resolve())
+    assert f"{root}/docs" in policy.deny_write
+    assert not any(path.startswith(f"{root}/notes") for path in policy.deny_write)
+    assert policy.masked == (f"{root}/docs/config",)
 
 
 def test_outside_the_project_the_home_folder_is_closed_but_toolchains(tmp_path: Path) -> None:

@@ -90,7 +90,8 @@ class Snapshot:
     # Files over the size limit, fingerprinted ("size:mtime_ns"), not stored.
     large: dict[str, str] = field(default_factory=dict)
     # Every `.git` (git will not store one): a folder ("folder"), or a gitfile, the pointer
-    # of a submodule or worktree, with its content ("gitfile:..."), or a link ("link:...").
+    # of a submodule or worktree, with its content ("gitfile:..."), or a link ("link:...");
+    # and every folder that is a repository by what it holds, whatever its name ("bare").
     repos: dict[str, str] = field(default_factory=dict)
 
 
@@ -441,7 +442,11 @@ class GitStore:
         listing being taken meanwhile is waited for then)."""
         heavy, repos = walked.heavy, walked.repos
         met: list[str] = []
-        for path, name, info in walk(root, lambda name: name not in NOT_WALKED, top):
+
+        def bare(path: str) -> None:
+            repos[path] = "bare"
+
+        for path, name, info in walk(root, lambda name: name not in NOT_WALKED, top, bare):
             if name == ".git" and path in mounts:  # a preview's link to the project's own
                 with contextlib.suppress(OSError):
                     target = Path(os.path.realpath(root / path))

@@ -64,8 +64,9 @@ class Refusal:
 
 
 def is_env_name(name: str) -> bool:
-    """Whether a file name is a `.env*` file that holds secrets (templates do not)."""
-    return name.startswith(".env") and name not in ENV_TEMPLATES
+    """Whether a file name is an environment file that holds secrets: `.env*` (`.envrc`
+    included) or `*.env` (`docker.env`); templates do not."""
+    return (name.startswith(".env") or name.endswith(".env")) and name not in ENV_TEMPLATES
 
 
 @dataclass

@@ -228,7 +228,7 @@ def build_policy(
         *(
             f"{folder}/**/{name}"
             for folder in (str(project), *shown)
-            for name in (".env", ".env.*")
+            for name in (".env", ".env.*", ".envrc", "*.env")
         ),
         *(str(p) for p in ProjectRoot(project).env_aliases()),
         *(str(p) for p in private),

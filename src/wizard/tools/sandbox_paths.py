@@ -12,6 +12,7 @@ from typing import Any
 
 from wizard.code_names import ROOT_NAMES, runs_code
 from wizard.tools.git_config import CREDENTIAL_PATTERN
+from wizard.walk import is_repository
 
 # Outside the project and the run's folders, the only folders a command may read: the system
 # and its toolchains. Everything else is closed: other users' homes, `/srv`, `/var`, `/run`
@@ -63,8 +64,11 @@ def repository_configs(root: Path) -> list[str]:
     """Every repository config under `root` (or of `root`, a `.git` a preview shows): the
     project's own, nested repositories' and its submodules' (`.git/modules`)."""
     gits = [root] if root.name == ".git" else []
-    for folder, folders, _ in os.walk(root):
+    for folder, folders, files in os.walk(root):
         gits += [Path(folder, ".git")] if ".git" in folders else []
+        if folder != str(root) and "HEAD" in files and is_repository(folder, folders + files):
+            gits.append(Path(folder))  # a repository by what it holds
+            folders.clear()
         folders[:] = [f for f in folders if f not in (".git", "node_modules")]
     found = []
     for git in gits:
@@ -81,10 +85,15 @@ def repository_configs(root: Path) -> list[str]:
 def closed_to_writes(project: Path) -> list[str]:
     """What runs code as the user when they work in the project (`code_names`): every such
     name that exists, at any depth (a `.git` folder or gitfile included), and at the root
-    those that do not, so a command cannot make them. `node_modules` is not walked: what
+    those that do not, so a command cannot make them, and every folder that is a repository
+    by what it holds (`walk.is_repository`). `node_modules` is not walked: what
     changes there is journaled file by file, and named."""
     closed = [str(project / name) for name in ROOT_NAMES if not os.path.lexists(project / name)]
     for folder, folders, files in os.walk(project):
+        if folder != str(project) and "HEAD" in files and is_repository(folder, folders + files):
+            closed.append(folder)  # a repository by what it holds, whatever its name
+            folders.clear()
+            continue
         inside = os.path.relpath(folder, project)
         closed += [f"{folder}/{n}" for n in (*folders, *files) if runs_code(f"{inside}/{n}")]
         folders[:] = [f for f in folders if f != "node_modules" and not runs_code(f"{inside}/{f}")]
