@@ -172,3 +172,75 @@ def test_a_typescript_compiler_the_run_replaced_is_never_trusted(tmp_path: Path)
     assert check.inline is not None and "node_modules/.bin/tsc changed" in str(
         check.inline(project)
     )
+
+
+def _python_project(project: Path, test: str, **files: str) -> None:
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_app.py").write_text(test)
+    for name, text in files.items():
+        (project / name).write_text(text)
+
+
+async def test_pytest_is_the_real_one_and_a_session_of_skips_is_no_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root `pytest.py` the project holds (`python -m pytest` would run it) is never what
+    runs; tests that all skip do not pass the check; tests that pass do."""
+    import sys
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    canary = tmp_path / "fake-pytest-ran"
+    fake = f"open({str(canary)!r}, 'w').write('x')\nraise SystemExit(0)\n"
+    failing = tmp_path / "failing"
+    _python_project(failing, "def test_x():\n    assert False\n", **{"pytest.py": fake})
+    skipping = tmp_path / "skipping"
+    _python_project(skipping, "import pytest\n\n@pytest.mark.skip\ndef test_x():\n    pass\n")
+    passing = tmp_path / "passing"
+    _python_project(passing, "def test_x():\n    assert True\n")
+    ended = {}
+    for project in (failing, skipping, passing):
+        checks = checks_for((), [], project, full=True)
+        result = await verify(checks, project, _runner(project), lambda d: None, tmp_path)
+        ended[project.name] = (result.checks[0].status, result.checks[0].output_tail)
+    assert ended["failing"][0] == "failed" and "1 failed" in ended["failing"][1]
+    assert not canary.exists()
+    assert ended["skipping"][0] == "failed"
+    assert "no test passed (every test was skipped)" in ended["skipping"][1]
+    assert ended["passing"][0] == "passed", ended["passing"]
+
+
+@pytest.mark.parametrize(
+    ("changed", "files"),
+    [
+        (["conftest.py"], {"conftest.py": "collect_ignore_glob = ['*']\n"}),
+        (["tests/conftest.py"], {}),
+        (["pytest.ini"], {"pytest.ini": "[pytest]\naddopts = -p no:python\n"}),
+        (["setup.cfg"], {"setup.cfg": "[tool:pytest]\naddopts = --co\n"}),
+        (["tox.ini"], {"tox.ini": "[pytest]\naddopts = -k nothing\n"}),
+        (["pytest.py"], {"pytest.py": "raise SystemExit(0)\n"}),
+        (["pyproject.toml"], {"pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-k x'\n"}),
+    ],
+)
+def test_a_run_that_steered_pytest_fails_the_check_unrun(
+    tmp_path: Path, changed: list[str], files: dict[str, str]
+) -> None:
+    _python_project(tmp_path, "def test_x():\n    assert False\n", **files)
+    before = {path: b"" for path in changed}
+    checks = checks_for((), changed, tmp_path, full=True, before=before)
+    (check,) = [check for check in checks if check.name.endswith("(pytest)")]
+    assert check.inline is not None and f"{changed[0]} changed" in str(check.inline(tmp_path))
+
+
+def test_a_pyproject_whose_pytest_options_stayed_runs_pytest(tmp_path: Path) -> None:
+    """A setup adds its dependency to `pyproject.toml`: pytest's options are as they were,
+    so the tests run (by default: its options unknown, they count as changed)."""
+    options = "[tool.pytest.ini_options]\ntestpaths = ['tests']\n"
+    now = f"[project]\nname = 'app'\ndependencies = ['posthog']\n\n{options}"
+    _python_project(tmp_path, "def test_x():\n    pass\n", **{"pyproject.toml": now})
+    was = f"[project]\nname = 'app'\ndependencies = []\n\n{options}".encode()
+    check, parses = checks_for((), ["pyproject.toml"], tmp_path, full=True,
+                               before={"pyproject.toml": was})  # fmt: skip
+    assert check.inline is None and "pytest.main" in check.command
+    assert parses.name == "pyproject.toml parses"
+    unknown, _ = checks_for((), ["pyproject.toml"], tmp_path, full=True)
+    assert unknown.inline is not None

@@ -44,6 +44,25 @@ _PYTHON_COMPILE = (
     "f = sys.argv[1]\n"
     "if os.path.exists(f): compile(open(f, 'rb').read(), f, 'exec', dont_inherit=True)"
 )
+# The project's tests, by the real pytest: not the project's folder on `sys.path` (a root
+# `pytest.py` is never what runs), and a session whose every test was skipped is no pass.
+_PYTEST = (
+    "import sys\n"
+    "sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
+    "import pytest\n"
+    "class Passes:\n"
+    "    count = 0\n"
+    "    def pytest_runtest_logreport(self, report):\n"
+    "        Passes.count += report.when == 'call' and report.passed\n"
+    "code = int(pytest.main(['-q', '-x', '-p', 'no:cacheprovider'], plugins=[Passes()]))\n"
+    "if code == 0 and not Passes.count:\n"
+    "    print('wizard: no test passed (every test was skipped)')\n"
+    "    code = 1\n"
+    "sys.exit(code)\n"
+)
+# What steers pytest's verdict, from the project: plugins and hooks (`conftest.py`), its
+# options (`pytest.ini`, `tox.ini`, `setup.cfg`, `[tool.pytest…]`), a module named pytest.
+_PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pytest.py")
 _DATA_PARSERS: dict[str, Callable[[bytes], object]] = {
     ".json": json.loads,
     ".toml": lambda data: tomllib.loads(data.decode()),
@@ -70,15 +89,17 @@ class Check:
 
 
 def checks_for(program_checks: Sequence[ProgramCheck], changed: Sequence[str], project: Path,
-               *, full: bool = False,
-               dependencies: Mapping[str, str] | None = None) -> list[Check]:  # fmt: skip
+               *, full: bool = False, dependencies: Mapping[str, str] | None = None,
+               before: Mapping[str, bytes | None] | None = None) -> list[Check]:  # fmt: skip
     """The checks a run must pass: the program's, those its changes call for, and with
     `full` the project's own test and build scripts (`dependencies`: the files the run
-    changed in dependency folders, which may have replaced their runners)."""
+    changed in dependency folders, which may have replaced their runners; `before`: the
+    changed files' content before the run, for the pytest options in `pyproject.toml`)."""
     checks = [_program_check(check) for check in program_checks]
     replaced = replaced_runners(project, dependencies or {})
     if full:
-        checks += _project_scripts(project, replaced)
+        steered = pytest_steered(project, changed, before)
+        checks += _project_scripts(project, replaced, steered)
     present = [p for p in changed if not p.startswith(SKILL_FILES) and (project / p).is_file()]
     by_suffix: dict[str, list[str]] = {}
     for path in present:
@@ -138,10 +159,43 @@ def _untrusted(name: str, runners: Sequence[str]) -> Check:
     return Check(name, inline=lambda _: reason, compare=False)
 
 
-def _project_scripts(project: Path, replaced: Sequence[str] = ()) -> list[Check]:
+def pytest_steered(
+    project: Path, changed: Sequence[str], before: Mapping[str, bytes | None] | None
+) -> list[str]:
+    """The files the run changed that steer pytest's verdict: any `conftest.py`, the root's
+    options files and `pytest.py`, and a `pyproject.toml` whose pytest options changed (any
+    change, when what it held before is not known)."""
+    steered = [p for p in changed if p.rsplit("/", 1)[-1] == "conftest.py" or p in _PYTEST_CONFIG]
+    if "pyproject.toml" in changed:
+        now = None
+        with contextlib.suppress(OSError):
+            now = (project / "pyproject.toml").read_bytes()
+        was = before.get("pyproject.toml") if before is not None else None
+        if before is None or _pytest_options(was) != _pytest_options(now):
+            steered.append("pyproject.toml")
+    return steered
+
+
+def _pytest_options(data: bytes | None) -> object:
+    """The `[tool.pytest…]` tables of a `pyproject.toml`'s content (what cannot be read is
+    a value of its own, never equal to a table)."""
+    if data is None:
+        return None
+    try:
+        tool = tomllib.loads(data.decode()).get("tool") or {}
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return object()
+    if not isinstance(tool, dict):
+        return {}
+    return {key: value for key, value in tool.items() if key.startswith("pytest")}
+
+
+def _project_scripts(
+    project: Path, replaced: Sequence[str] = (), steered: Sequence[str] = ()
+) -> list[Check]:
     """The project's own build and tests (`--verify full`): `npm run build` and `npm test`
     where package.json has them (failed unrun when the run `replaced` a runner), pytest where
-    the project has tests for it."""
+    the project has tests for it (failed unrun when the run `steered` it)."""
     npm = [check for check in _npm_scripts(project)]
     checks = [_untrusted(check.name, replaced) for check in npm] if replaced else npm
     pyproject = project / "pyproject.toml"
@@ -149,9 +203,10 @@ def _project_scripts(project: Path, replaced: Sequence[str] = ()) -> list[Check]
         pyproject.is_file() and "[tool.pytest" in pyproject.read_text(errors="replace")
     )
     if has_pytest or ((project / "tests").is_dir() and any((project / "tests").glob("test_*.py"))):
-        command = "PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -x -p no:cacheprovider"
-        checks.append(Check("the project's tests pass (pytest)", command,
-                            timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
+        name = "the project's tests pass (pytest)"
+        command = f"PYTHONDONTWRITEBYTECODE=1 python3 -c {shlex.quote(_PYTEST)}"
+        checks.append(_untrusted(name, steered) if steered else
+                      Check(name, command, timeout=SCRIPT_TIMEOUT_S))  # fmt: skip
     return checks
 
 

@@ -191,8 +191,9 @@ async def verified(
             return _nothing_done(outcome, context, skipped)
         return replace(outcome, verification=skipped, warnings=(*outcome.warnings, NOT_VERIFIED))
     dependencies = record.dependency_changes if record is not None else {}
+    before = journal.contents_before(record, context.resume_from) if full else None
     checks = checks_for(context.program.checks, changed, context.project_dir, full=full,
-                        dependencies=dependencies)  # fmt: skip
+                        dependencies=dependencies, before=before)  # fmt: skip
     proofs = context.program.proofs
     if not checks and not proofs:
         skipped = Verification("skipped")
