@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -37,6 +37,14 @@ class BadRequest(Exception):
     """The client sent something that is not HTTP/1.1."""
 
 
+class NotAdmitted(Exception):
+    """A request refused on its head, before its body is read: its status and why."""
+
+    def __init__(self, status: int, why: str) -> None:
+        super().__init__(why)
+        self.status = status
+
+
 class HttpConnection:
     """One connection: read a request, answer it, and again while both sides keep it open."""
 
@@ -47,23 +55,34 @@ class HttpConnection:
         self.bytes_sent = 0  # of the current response
         self._head_only = False  # the current request is HEAD: its answer has no body
 
-    async def request(self) -> Request | None:
-        """The next request; None once the client has closed or the connection cannot go on."""
+    async def request(
+        self,
+        admit: Callable[[list[tuple[str, str]]], bool] | None = None,
+        max_body: int | None = None,
+    ) -> Request | None:
+        """The next request; None once the client has closed or the connection cannot go on.
+        A head `admit` refuses (401), or a body over `max_body` bytes (413), raises
+        `NotAdmitted` before more of the body is read."""
         if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
             self._h11.start_next_cycle()
         if self._h11.our_state is not h11.IDLE:
             return None
         head: h11.Request | None = None
+        headers: list[tuple[str, str]] = []
         body = bytearray()
         while True:
             event = await self._next_event()
             if isinstance(event, h11.Request):
                 head = event
+                headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers]
+                if admit is not None and not admit(headers):
+                    raise NotAdmitted(401, "Unauthorized")
             elif isinstance(event, h11.Data):
                 body += event.data
+                if max_body is not None and len(body) > max_body:
+                    raise NotAdmitted(413, "Request body too large")
             elif isinstance(event, h11.EndOfMessage):
                 assert head is not None
-                headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in head.headers]
                 self._head_only = head.method == b"HEAD"
                 return Request(head.method.decode(), head.target.decode(), headers, bytes(body))
             elif isinstance(event, h11.ConnectionClosed):

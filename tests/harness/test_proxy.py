@@ -549,3 +549,48 @@ async def test_a_proxy_makes_its_client_once_the_modules_imported_ahead_are(
         await server.wait_closed()
     assert answer.startswith(b"HTTP/1.1 200 OK")
     assert order == ["imported httpcore", "client"]
+
+
+async def _raw(proxy: GatewayProxy, head: str, body: bytes = b"") -> bytes:
+    """What the proxy answers one raw request (its head, then `body`)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
+    writer.write(head.encode() + body)
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()
+    answer = await reader.read(65536)
+    writer.close()
+    return answer
+
+
+@pytest.mark.parametrize("path", ["/v1/../../admin", "/v1/%2e%2e/secret", "/v1/./messages"])
+async def test_a_target_that_climbs_out_of_the_gateways_path_is_refused(path: str) -> None:
+    scenario = {"responses": [{"blocks": [{"text": "hi"}]}]}
+    async with (
+        ScriptedGateway(scenario, required_key="real-key") as gateway,
+        GatewayProxy(gateway.url + "/v1", "real-key") as proxy,
+    ):
+        head = f"POST {path} HTTP/1.1\r\nhost: x\r\nx-api-key: {proxy.token}\r\n"
+        answer = await _raw(proxy, head + "content-length: 2\r\n\r\n", b"{}")
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert gateway.requests == []
+
+
+async def test_the_token_is_checked_before_the_body_and_a_huge_body_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the token, the proxy answers 401 on the head: a 400 MB body was read first.
+    With it, a body over the bound is refused once it passes it."""
+    from wizard.runner.harness import proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "MAX_REQUEST_BODY", 1024)
+    scenario = {"responses": [{"blocks": [{"text": "hi"}]}]}
+    async with (
+        ScriptedGateway(scenario, required_key="real-key") as gateway,
+        GatewayProxy(gateway.url, "real-key") as proxy,
+    ):
+        head = "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 400000000\r\n"
+        unauthorised = await _raw(proxy, head + "\r\n", b"x" * 10)  # the body never comes
+        too_big = await _raw(proxy, head + f"x-api-key: {proxy.token}\r\n\r\n", b"x" * 4096)
+    assert unauthorised.startswith(b"HTTP/1.1 401"), unauthorised
+    assert too_big.startswith(b"HTTP/1.1 413"), too_big
+    assert gateway.requests == []

@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
-from wizard.httpserver import BadRequest, HttpConnection, Request
+from wizard.httpserver import BadRequest, HttpConnection, NotAdmitted, Request
 from wizard.logs import logger
 from wizard.runner.harness.usage import RunSpend, UsageMeter
 
@@ -68,6 +68,9 @@ _HOP_BY_HOP = frozenset(
      "host", "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection"}
 )  # fmt: skip
 _CLOSE = [("connection", "close")]  # one request per connection
+# The largest request the engine may send the gateway (a long conversation's history is a
+# few MiB): a bigger one is refused before more of it is read.
+MAX_REQUEST_BODY = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -261,11 +264,12 @@ class GatewayProxy:
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = HttpConnection(reader, writer)
         try:
-            request = await connection.request()
+            try:  # the token is checked on the head, before any of the body is read
+                request = await connection.request(self._authorised, MAX_REQUEST_BODY)
+            except NotAdmitted as refused:
+                return await connection.respond(refused.status, _CLOSE, str(refused).encode())
             if request is None:
                 return
-            if not self._authorised(request.headers):
-                return await connection.respond(401, _CLOSE, b"Unauthorized")
             if self._upstream_url(request.target) is None:
                 return await connection.respond(400, _CLOSE, b"Bad request target")
             if self.spend is not None and (why := self.spend.exceeded()) is not None:
@@ -321,6 +325,8 @@ class GatewayProxy:
         parts = urlsplit(target)
         if not target.startswith("/") or parts.scheme or parts.netloc:
             return None
+        if {".", ".."} & set(unquote(parts.path).split("/")):
+            return None  # `/v1/../../admin` would leave the gateway's path
         base = httpx.URL(self.upstream)
         url = httpx.URL(self.upstream + parts.path + (f"?{parts.query}" if parts.query else ""))
         same = (url.scheme, url.host, url.port, url.userinfo) == (
