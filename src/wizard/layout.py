@@ -19,3 +19,22 @@ def state_root() -> Path:
         return Path(custom)
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "wizard"
+
+
+# A Unix socket's path is at most 107 bytes. The deepest beneath a temp folder are the
+# sandbox runtime's in a run's folder (`wizard-run-ID-XXXXXXXX/srt-mux-PID-N.sock`, up to 59
+# more) and a proof's sink (`wizard-verify-…/probe-…/sink.sock`, 49 more).
+_SOCKET_ROOM = 107 - 60
+
+
+def socket_temp_dir() -> str:
+    """The temp folder for wizard's folders that hold sockets (a run's, its checks', pi's
+    bridge): the system's (`TMPDIR`), or `/tmp` when that is too long for a socket beneath
+    it (a CI runner's deep `TMPDIR`). Either is closed to commands, as the whole disk is but
+    what the sandbox opens."""
+    import tempfile
+
+    temp = tempfile.gettempdir()
+    if len(os.fsencode(temp)) <= _SOCKET_ROOM or not os.access("/tmp", os.W_OK | os.X_OK):
+        return temp
+    return "/tmp"

@@ -215,3 +215,19 @@ def test_only_repository_configs_that_hold_a_credential_are_masked(tmp_path: Pat
         "header",
         "userinfo",
     ]
+
+
+def test_a_temp_folder_too_deep_for_a_socket_moves_wizards_sockets_to_tmp_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI runner's deep TMPDIR made a proof's sink socket too long ("AF_UNIX path too
+    long"): wizard's folders that hold sockets go to /tmp then, closed like the system's."""
+    from wizard.layout import socket_temp_dir
+
+    deep = Path("/var/tmp") / ("d" * 70)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert socket_temp_dir() == "/tmp"
+    policy = build_policy(tmp_path / "p", tmp_path / "t", home=tmp_path / "home", environ={})
+    assert str(deep) in policy.deny_read and "/tmp" in policy.deny_read
+    monkeypatch.setattr(tempfile, "tempdir", "/var/tmp")
+    assert socket_temp_dir() == "/var/tmp"

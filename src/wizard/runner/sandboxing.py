@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.events import EventSink, LogLine
-from wizard.layout import state_root
+from wizard.layout import socket_temp_dir, state_root
 from wizard.runlog import log_dir
 from wizard.runner.previewing import Workspace
 from wizard.tools.sandbox import (
@@ -63,7 +63,7 @@ class RunSandbox:
             sink(LogLine(NO_SANDBOX_WARNING, "warning"))
             return cls(None)
         check_sandbox()
-        temp_dir = Path(tempfile.mkdtemp(prefix=f"wizard-run-{run_id}-"))
+        temp_dir = Path(tempfile.mkdtemp(prefix=f"wizard-run-{run_id}-", dir=socket_temp_dir()))
         # Made now: one a command made on first use would throw its kept sandbox away.
         for cache in private_caches(temp_dir).values():
             cache.mkdir(parents=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from wizard.engines.bundle import installed_bundle
 from wizard.events import SpinnerStarted, SpinnerStopped
 from wizard.journal import RunRecord
-from wizard.layout import SKILL_FILES
+from wizard.layout import SKILL_FILES, socket_temp_dir
 from wizard.names import shown
 from wizard.outcome import CheckResult, CheckStatus, Outcome, Outro, Verification
 from wizard.runner.checks import Check, checks_for
@@ -202,7 +202,7 @@ async def verified(
         return replace(outcome, verification=skipped)
     context.sink(SpinnerStarted("Checking that the project still works..."))
     # wizard's own folder, closed to the agent's commands, and so is every folder above it.
-    workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-"))
+    workspace = Path(tempfile.mkdtemp(prefix="wizard-verify-", dir=socket_temp_dir()))
     try:
         runner = check_runner(context.sandbox, workspace)
         result = Verification("skipped")

@@ -44,6 +44,7 @@ from typing import Any
 from wizard.atomic import write_atomically
 from wizard.config import switch_setting
 from wizard.errors import UsageError
+from wizard.layout import socket_temp_dir
 from wizard.tools.git_config import holds_credentials
 from wizard.tools.limits import CommandLimits
 from wizard.tools.paths import READ_ONLY_NOTE, ProjectRoot
@@ -224,7 +225,11 @@ def build_policy(
         "/",
         *SYSTEM_SECRETS,
         str(home),
-        *([str(system_temp)] if system_temp != Path("/") else []),
+        *(
+            str(t)
+            for t in dict.fromkeys((system_temp, Path(socket_temp_dir()).resolve()))
+            if t != Path("/")
+        ),
         *(
             f"{folder}/**/{name}"
             for folder in (str(project), *shown)

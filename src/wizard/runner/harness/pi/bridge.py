@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from wizard.layout import socket_temp_dir
 from wizard.logs import logger
 from wizard.runner.harness.gate import ToolGate
 from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
@@ -57,7 +58,7 @@ class HostBridge:
         }
 
     async def __aenter__(self) -> HostBridge:
-        self._dir = Path(tempfile.mkdtemp(prefix="wizard-bridge-"))
+        self._dir = Path(tempfile.mkdtemp(prefix="wizard-bridge-", dir=socket_temp_dir()))
         try:
             self._server = await asyncio.start_unix_server(
                 self._serve, path=str(self.socket_path), limit=64 << 20
