@@ -206,15 +206,37 @@ def test_only_repository_configs_that_hold_a_credential_are_masked(tmp_path: Pat
         "plain": '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://github.com/o/r\n',
         "header": '[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eA==\n',
         "userinfo": '[remote "origin"]\n\turl = https://x-access-token:ghs_1@github.com/o/r\n',
+        "token": "[github]\n\ttoken = ghp_1\n[user]\n\tname = passerby\n",
+        "smtp": "[sendemail]\n\tsmtpPass = hunter2\n",
     }
     for name, text in configs.items():
         (tmp_path / name / ".git").mkdir(parents=True)
         (tmp_path / name / ".git" / "config").write_text(text)
     policy = build_policy(tmp_path, tmp_path / "tmp", home=tmp_path / "home")
     assert sorted(Path(path).parent.parent.name for path in policy.masked) == [
-        "header",
-        "userinfo",
-    ]
+        "header", "smtp", "token", "userinfo",
+    ]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the runtime's pattern is JavaScript")
+def test_the_runtime_masks_every_credential_key_and_nothing_else() -> None:
+    """The pattern as the runtime (JavaScript) applies it to a config."""
+    import subprocess
+
+    from wizard.tools.git_config import CREDENTIAL_PATTERN
+
+    config = ('[core]\n\tbare = false\n[github]\n\ttoken = ghp_1\n[hub]\n\tOAuthToken = t2\n'
+              '[http "https://x/"]\n\textraheader = AUTHORIZATION: basic eA==\n'
+              '[remote "o"]\n\turl = https://u:p3@h/r\n[user]\n\tname = passerby\n')  # fmt: skip
+    script = ("const p = new RegExp(process.argv[1], 'gu');"
+              "process.stdout.write(process.argv[2].replace(p, 'MASKED'))")  # fmt: skip
+    masked = subprocess.run(["node", "-e", script, CREDENTIAL_PATTERN, config],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    for secret in ("ghp_1", "t2", "eA==", "u:p3"):
+        assert secret not in masked
+    assert (
+        "bare = false" in masked and "name = passerby" in masked and "https://MASKED@h/r" in masked
+    )
 
 
 def test_a_temp_folder_too_deep_for_a_socket_moves_wizards_sockets_to_tmp_closed(

@@ -14,13 +14,26 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-_EXTRAHEADER = "".join(f"[{c.lower()}{c.upper()}]" for c in "extraheader")
-# A JavaScript pattern (the runtime's): group 1 is what is masked, a header's value after
-# `extraheader =`, or the user and password of a URL (`https://user:token@host`).
-CREDENTIAL_PATTERN = rf"((?<={_EXTRAHEADER}[ \t]*=[ \t]*)[^\n]+|(?<=://)[^\s/@]+(?=@))"
+
+def _any_case(word: str) -> str:
+    """`word` (letters and `-`) as a JavaScript pattern of any case (git's keys are)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
+
+
+# A key whose value is a credential: a header's (`http.<url>.extraheader`), or any key named
+# for one (`github.token`, `hub.oauthtoken`, `sendemail.smtppass`, `*.password`, `*.secret`).
+_WORDS = ("extraheader", "token", "password", "passwd", "pass", "secret", "apikey", "api-key")
+_KEY = rf"[A-Za-z0-9-]*(?:{'|'.join(_any_case(w) for w in _WORDS)})[A-Za-z0-9-]*"
+# A JavaScript pattern (the runtime's): group 1 is what is masked, such a key's value after
+# `key =`, or the user and password of a URL (`https://user:token@host`).
+CREDENTIAL_PATTERN = rf"((?<=(?:^|\n)[ \t]*{_KEY}[ \t]*=[ \t]*)[^\n]+|(?<=://)[^\s/@]+(?=@))"
 # The same credentials, as Python finds them: a config with none is not masked (the runtime
 # would warn on every command that its pattern matched nothing).
-_CREDENTIAL = re.compile(r"extraheader[ \t]*=[ \t]*\S|://[^\s/@]+@", re.IGNORECASE)
+_CREDENTIAL = re.compile(
+    rf"^[ \t]*[a-z0-9-]*(?:{'|'.join(map(re.escape, _WORDS))})[a-z0-9-]*[ \t]*=[ \t]*\S"
+    r"|://[^\s/@]+@",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def holds_credentials(config: Path) -> bool:
