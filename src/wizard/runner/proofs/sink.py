@@ -15,6 +15,10 @@ from urllib.parse import urlsplit
 import h11
 
 MAX_BODY_BYTES = 1_000_000
+# What the sink keeps of a probe at most: a probe that floods it (the app's code runs in it)
+# is answered still, and what is past these bounds is not kept (it proves nothing).
+MAX_KEPT_REQUESTS = 200
+MAX_KEPT_BYTES = 32_000_000
 CLOSE_WAIT_S = 5.0
 
 
@@ -38,6 +42,7 @@ class ProbeSink:
 
     socket: Path
     received: list[Received] = field(default_factory=list)
+    kept_bytes: int = 0
     _server: asyncio.Server | None = None
 
     async def __aenter__(self) -> ProbeSink:
@@ -89,16 +94,18 @@ class ProbeSink:
             if isinstance(event, h11.Request):
                 request = event
             elif isinstance(event, h11.Data):
-                body.extend(event.data[: MAX_BODY_BYTES - len(body)])
+                room = min(MAX_BODY_BYTES - len(body), MAX_KEPT_BYTES - self.kept_bytes - len(body))
+                body.extend(event.data[: max(room, 0)])
             elif isinstance(event, h11.EndOfMessage):
                 break
         assert request is not None
         headers = {name.decode().lower(): value.decode(errors="replace")
                    for name, value in request.headers}  # fmt: skip
         target = request.target.decode(errors="replace")
-        self.received.append(
-            Received(request.method.decode(), urlsplit(target).path or "/", headers, bytes(body))
-        )
+        if len(self.received) < MAX_KEPT_REQUESTS and self.kept_bytes < MAX_KEPT_BYTES:
+            self.kept_bytes += len(body)
+            path = urlsplit(target).path or "/"
+            self.received.append(Received(request.method.decode(), path, headers, bytes(body)))
         answer = b'{"ok":true,"id":"wizard-probe"}'
         response = h11.Response(
             status_code=200,
