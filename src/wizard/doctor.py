@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wizard.engines import bundle as engine
-from wizard.errors import WizardError
+from wizard.errors import ConfigError, WizardError
 from wizard.runner.gateway import GatewayFlags, resolve_gateway
 from wizard.tools.sandbox import check_sandbox, sandbox_enabled
 
@@ -76,7 +76,10 @@ def _gateway(environ: Mapping[str, str], flags: GatewayFlags) -> Check:
         return Check("gateway", False, exc.message, exc.hint or "")
     key = "a key is set" if gateway.key else "no key"
     detail = f"{gateway.url} ({gateway.api}, {key})"
-    ok, said, fix = _ask(gateway.url, gateway.api, gateway.key)
+    try:
+        ok, said, fix = _ask(gateway.url, gateway.api, gateway.key)
+    except ConfigError as exc:  # the CA bundle the environment names cannot be read
+        return Check("gateway", False, f"{detail}: {exc.message}", exc.hint or "")
     return Check("gateway", ok, f"{detail}: {said}", fix)
 
 

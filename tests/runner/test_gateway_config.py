@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from wizard.errors import ConfigError, UsageError
@@ -85,3 +87,36 @@ def test_retry_and_idle_settings() -> None:
     assert resolve_gateway(GatewayFlags(url="https://gw"), {}).retries == 4
     with pytest.raises(UsageError, match="WIZARD_MAX_RETRIES"):
         resolve_gateway(GatewayFlags(url="https://gw"), {"WIZARD_MAX_RETRIES": "many"})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        (
+            "SSL_CERT_FILE",
+            "/nonexistent/ca.pem",
+            "SSL_CERT_FILE=/nonexistent/ca.pem cannot be read",
+        ),
+        ("SSL_CERT_FILE", "/", "SSL_CERT_FILE=/ cannot be read: Is a directory"),
+        ("SSL_CERT_FILE", "{text}", "holds no PEM certificate"),
+        ("SSL_CERT_DIR", "{text}", "is not a folder"),
+    ],
+)
+def test_a_ca_bundle_that_cannot_be_used_is_one_line_naming_the_variable(
+    tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    from wizard.runner.gateway import check_ca_settings
+
+    text = tmp_path / "hostname"
+    text.write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match=said) as refused:
+        check_ca_settings({variable: value.format(text=text)})
+    assert "\n" not in refused.value.message and variable in (refused.value.hint or "")
+
+
+def test_a_pem_bundle_and_a_folder_are_taken() -> None:
+    import certifi
+
+    from wizard.runner.gateway import check_ca_settings
+
+    check_ca_settings({"SSL_CERT_FILE": certifi.where(), "SSL_CERT_DIR": "/"})

@@ -12,6 +12,7 @@ that is not this machine unless `--allow-insecure-gateway` (`WIZARD_ALLOW_INSECU
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast, get_args
@@ -20,7 +21,7 @@ from urllib.parse import urlsplit
 from wizard.config import number_setting
 from wizard.errors import ConfigError, UsageError
 from wizard.programs.registry import did_you_mean
-from wizard.runner.harness.types import GatewayApi, GatewaySettings
+from wizard.runner.harness.types import CA_FIX, GatewayApi, GatewaySettings
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 
 ANTHROPIC_API_URL = "https://api.anthropic.com"
@@ -96,3 +97,20 @@ def check_gateway_url(url: str, allow_insecure: bool = False) -> None:
             "Use https, or pass --allow-insecure-gateway (WIZARD_ALLOW_INSECURE_GATEWAY=1) if "
             "you accept that.",
         )
+
+
+def check_ca_settings(environ: Mapping[str, str]) -> None:
+    """The CA bundle the environment names for an HTTPS gateway can be used: a readable PEM
+    file of certificates (`SSL_CERT_FILE`), a folder (`SSL_CERT_DIR`); a `ConfigError` in one
+    line naming the variable if not (it ended runs "failed unexpectedly")."""
+    if file := environ.get("SSL_CERT_FILE"):
+        try:
+            with open(file, "rb") as bundle:
+                pem = b"-----BEGIN CERTIFICATE-----" in bundle.read()
+        except OSError as exc:
+            raise ConfigError(f"SSL_CERT_FILE={file} cannot be read: {exc.strerror}.",
+                              CA_FIX) from exc  # fmt: skip
+        if not pem:
+            raise ConfigError(f"SSL_CERT_FILE={file} holds no PEM certificate.", CA_FIX)
+    if (folder := environ.get("SSL_CERT_DIR")) and not os.path.isdir(folder):
+        raise ConfigError(f"SSL_CERT_DIR={folder} is not a folder.", CA_FIX)

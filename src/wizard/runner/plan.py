@@ -24,7 +24,7 @@ from wizard.journal.store import DEFAULT_MAX_FILE
 from wizard.layout import state_root
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
-from wizard.runner.gateway import GatewayFlags, resolve_gateway
+from wizard.runner.gateway import GatewayFlags, check_ca_settings, resolve_gateway
 from wizard.runner.harness.registry import HARNESSES
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.harness.usage import Budget, BudgetFlags, price_table, run_budget
@@ -123,6 +123,8 @@ def plan_run(program: ProgramConfig, flags: RunFlags, environ: Mapping[str, str]
     skills = skill_source(flags.skills_dir, environ)
     check_skill(skills, program.skill)
     gateway = resolve_gateway(flags.gateway, environ)
+    if gateway.url.startswith("https:"):
+        check_ca_settings(environ)
     speaks = HARNESSES[binding.harness].apis
     if gateway.api not in speaks:
         others = [name for name, entry in HARNESSES.items() if gateway.api in entry.apis]

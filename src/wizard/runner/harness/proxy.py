@@ -48,8 +48,10 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from wizard.errors import ConfigError
 from wizard.httpserver import BadRequest, HttpConnection, NotAdmitted, Request
 from wizard.logs import logger
+from wizard.runner.harness.types import CA_FIX
 from wizard.runner.harness.usage import RunSpend, UsageMeter
 
 # httpx's package imports its command-line tool whenever Click is installed (the anthropic
@@ -218,12 +220,14 @@ class GatewayProxy:
         return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
 
     async def __aenter__(self) -> GatewayProxy:
-        verify = tls_context()  # a CA bundle that cannot be read ends the run here
+        # A CA bundle that cannot be read ends the run here; a gateway over plain HTTP (the
+        # scripted one, a local model server) needs none (and no redirect is followed).
+        verify = tls_context() if self.upstream.startswith("https:") else False
         self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0, limit=64 << 20)
         self._client_made = asyncio.ensure_future(self._make_client(verify))
         return self
 
-    async def _make_client(self, verify: ssl.SSLContext) -> None:
+    async def _make_client(self, verify: ssl.SSLContext | bool) -> None:
         """The gateway's client, made once the modules imported ahead for it are (waited for
         off the loop: the engine, given the proxy's address, starts meanwhile), never at the
         same time (`client_made_ahead`); the first request waits for it."""
@@ -529,8 +533,14 @@ def tls_context() -> ssl.SSLContext:
     """The TLS context httpx would make for a client (the CA bundle named by `SSL_CERT_FILE`
     or `SSL_CERT_DIR`, else certifi's), made once per process and bundle: loading a bundle
     takes 30-70 ms here, which every conversation's proxy paid."""
+    cert_file, cert_dir = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
     with _making_tls_context:  # one making at a time: a second caller takes the first's
-        return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        try:
+            return _tls_context(cert_file, cert_dir)
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            named = f"SSL_CERT_FILE={cert_file}" if cert_file else f"SSL_CERT_DIR={cert_dir}"
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ConfigError(f"{named} cannot be used as a CA bundle: {why}.", CA_FIX) from exc
 
 
 # What httpx imports on its client's first connection (httpcore's network backend, anyio's for
@@ -587,7 +597,8 @@ def ask_for_models(url: str, api: str, key: str | None) -> tuple[int | None, byt
         headers |= {"x-api-key": key} if api == "anthropic-messages" else {
             "authorization": f"Bearer {key}"}  # fmt: skip
     try:
-        with httpx.Client(timeout=5, trust_env=True, verify=tls_context()) as client:
+        verify = tls_context() if url.startswith("https:") else False
+        with httpx.Client(timeout=5, trust_env=True, verify=verify) as client:
             response = client.get(url.rstrip("/") + "/v1/models", headers=headers)
     except httpx.TransportError as exc:
         return None, b"", transport_reason(exc)

@@ -26,6 +26,14 @@ from wizard.tools.sandbox import SandboxPolicy
 GatewayApi = Literal["anthropic-messages", "openai-completions"]
 
 
+# The fix for a CA bundle the environment names that cannot be used (the plan's check, the
+# proxy's TLS context).
+CA_FIX = (
+    "Point SSL_CERT_FILE at a PEM file of CA certificates (or SSL_CERT_DIR at a folder of "
+    "them), or unset it to use certifi's."
+)
+
+
 @dataclass(frozen=True)
 class GatewaySettings:
     """Where the model is: an Anthropic-Messages or OpenAI-Chat-compatible endpoint."""
