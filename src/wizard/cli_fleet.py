@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from wizard.cli_options import HarnessOpt, ModelOpt
+from wizard.cli_options import HarnessOpt, ModelOpt, a_duration, above_zero
 from wizard.cli_refusals import usage_exit
 from wizard.errors import UsageError, WizardError
 from wizard.runner.harness.registry import HARNESSES, harness_names
@@ -77,7 +77,8 @@ def _with_temporal(command: str, work: Callable[[Client], Awaitable[_T]], target
                          f"fleet {command}") from exc  # fmt: skip
 
     async def go() -> _T:
-        return await work(await connect(target))
+        # Reading or stopping fleets never starts a server: one that is not up runs none.
+        return await work(await connect(target, start=command in ("run", "worker")))
 
     try:
         return asyncio.run(go())
@@ -127,13 +128,14 @@ def run(
         typer.Option("--publish", help="none, or branch: commit each result to wizard/PROGRAM."),
     ] = "none",
     run_max_cost: Annotated[
-        float | None, typer.Option("--run-max-cost", min=0.0, help="USD per repository's run.")
+        float | None,
+        typer.Option("--run-max-cost", callback=above_zero, help="USD per repository's run."),
     ] = None,
     max_turns: Annotated[
         int | None, typer.Option("--max-turns", min=1, help="Model requests per run.")
     ] = None,
     max_time: Annotated[
-        str | None, typer.Option("--max-time", help="Time per run, e.g. 10m.")
+        str | None, typer.Option("--max-time", callback=a_duration, help="Time per run, e.g. 10m.")
     ] = None,
     verify: Annotated[str | None, typer.Option("--verify", help="basic or full, per run.")] = None,
     harness: HarnessOpt = None,

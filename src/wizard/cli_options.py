@@ -41,9 +41,23 @@ def _at_least_one(value: int | None) -> int | None:
     return value
 
 
-def _above_zero(value: float | None) -> float | None:
+def above_zero(value: float | None) -> float | None:
+    """A budget's callback: above 0, or not given."""
     if value is not None and not value > 0:
         raise typer.BadParameter(f"must be above 0, not {value:g}")
+    return value
+
+
+def a_duration(value: str | None) -> str | None:
+    """`--max-time`'s callback: a duration (`10m`, `1h30m`), or not given."""
+    from wizard.errors import UsageError
+    from wizard.runner.harness.usage import duration_seconds
+
+    if value is not None:
+        try:
+            duration_seconds(value)
+        except UsageError as exc:
+            raise typer.BadParameter(exc.message) from exc
     return value
 
 
@@ -101,7 +115,7 @@ MaxTurns = Annotated[
 ]  # fmt: skip
 MaxCost = Annotated[
     float | None,
-    typer.Option("--max-cost", callback=_above_zero,
+    typer.Option("--max-cost", callback=above_zero,
                  help="End the run once it has cost this many USD (needs the "
                  "model's price).  [env var: WIZARD_MAX_COST]"),
 ]  # fmt: skip

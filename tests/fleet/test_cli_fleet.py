@@ -31,6 +31,9 @@ def repos_file(tmp_path: Path) -> Path:
         (["revenue-analytics", "--verify", "most"], "--verify 'most' is not a level"),
         (["revenue-analytics", "--harness", "codex"], "Unknown harness 'codex'"),
         (["revenue-analytics", "--temporal", "no port"], "is not HOST:PORT"),
+        (["revenue-analytics", "--max-time", "soon"], "--max-time"),
+        (["revenue-analytics", "--run-max-cost", "0"], "must be above 0"),
+        (["revenue-analytics", "--fleet", "../up"], "--fleet '../up' is not a fleet id"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_starts(
@@ -105,3 +108,14 @@ def test_without_temporal_installed_the_fleet_names_its_install(
         done = run_wizard("fleet", *args, env=env)
         assert done.returncode == 2
         assert "pip install 'wizard[fleet]'" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["status"], ["cancel", "some-fleet"]])
+def test_reading_or_stopping_fleets_never_starts_a_server(
+    tmp_path: Path, command: list[str]
+) -> None:
+    env = wizard_env(tmp_path, WIZARD_STATE_DIR=str(tmp_path / "state"))
+    done = run_wizard("fleet", *command, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "The embedded Temporal server is not running" in done.stderr
+    assert not (tmp_path / "state" / "fleet").exists()

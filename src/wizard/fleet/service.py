@@ -21,19 +21,22 @@ from wizard.errors import ConfigError, UsageError
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Target
 from wizard.fleet.seal import fleet_key, sealed
-from wizard.fleet.server import connect_embedded, ensure_server
+from wizard.fleet.server import connect_embedded, ensure_server, running_server
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 from wizard.layout import state_root
 
 POLL_SECONDS = 0.5
 
 
-async def connect(target: Target) -> Client:
-    """A client of `target`, starting the embedded server (through its socket) when no
-    address is given."""
+async def connect(target: Target, start: bool = True) -> Client:
+    """A client of `target`, or of the embedded server (through its socket) when no address
+    is given: started if it is not up and `start` says so, else a `UsageError`."""
     try:
         if target.address is None:
-            server = await asyncio.to_thread(ensure_server)
+            server = await asyncio.to_thread(ensure_server) if start else running_server()
+            if server is None:
+                raise UsageError("The embedded Temporal server is not running, so no fleet "
+                                 "is running there.", "Start one: wizard fleet run.")  # fmt: skip
             return await connect_embedded(server, target.namespace)
         return await Client.connect(target.address, namespace=target.namespace, tls=target.tls)
     except RuntimeError as exc:  # the SDK's core says a connection failed this way
