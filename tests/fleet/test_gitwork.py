@@ -198,3 +198,11 @@ def test_a_colleague_who_clones_the_branch_gets_only_what_the_program_may_change
         if folder.is_dir():
             _git("status", cwd=folder)
     assert not ran.exists()
+
+
+def test_a_clone_that_cannot_succeed_is_told_from_one_that_may(tmp_path: Path) -> None:
+    """A missing repository fails the same way every time: it is not tried again."""
+    with pytest.raises(gitwork.GitFailed) as failed:
+        gitwork.clone(Repo("gone", str(tmp_path / "gone")), tmp_path / "ws")
+    assert gitwork.cannot_succeed(str(failed.value))
+    assert not gitwork.cannot_succeed("git clone: fatal: unable to access: Connection timed out")

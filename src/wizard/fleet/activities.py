@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from wizard.config import number_setting
 from wizard.errors import JournalError
@@ -74,7 +74,7 @@ class Steps:
         self._admit(job)
         key = f"{job.fleet_id}/{job.repo.id}"
         if key not in self.taken and len(self.taken) >= self.max_parallel:
-            raise ApplicationError("every slot of this worker is taken", type="Busy")
+            raise _failure("every slot of this worker is taken", type="Busy")
         self.taken.add(key)
         return self.queue
 
@@ -84,10 +84,10 @@ class Steps:
         try:
             seal.check(job, self.key)
         except seal.Unsealed as exc:
-            raise ApplicationError(f"this worker will not run it: {exc}", type="Refused",
+            raise _failure(f"this worker will not run it: {exc}", type="Refused",
                                    non_retryable=True) from exc  # fmt: skip
         if workspace is not None and Path(workspace.folder) != self._folder(job):
-            raise ApplicationError(f"{workspace.folder} is not the job's workspace",
+            raise _failure(f"{workspace.folder} is not the job's workspace",
                                    type="Refused", non_retryable=True)  # fmt: skip
 
     def _folder(self, job: RepoJob) -> Path:
@@ -104,8 +104,11 @@ class Steps:
         try:
             base = await asyncio.to_thread(gitwork.clone, job.repo, folder / "repo")
         except gitwork.GitFailed as exc:
-            raise ApplicationError(f"could not clone {job.repo.source}: {exc}",
-                                   type="CloneFailed") from exc  # fmt: skip
+            raise _failure(
+                f"could not clone {job.repo.source}: {exc}",
+                type="CloneFailed",
+                non_retryable=gitwork.cannot_succeed(str(exc)),
+            ) from exc
         return Workspace(self.queue, str(folder), base)
 
     @activity.defn(name="run")
@@ -123,20 +126,20 @@ class Steps:
         code, tail = await _run_wizard(command, run_env(os.environ), folder)
         if not outcome_file.is_file():
             kind = "UsageError" if code == 2 else "WIZARD_ENGINE_FAILURE"
-            raise ApplicationError(f"wizard run ended {code} with no outcome: {tail}", type=kind,
+            raise _failure(f"wizard run ended {code} with no outcome: {tail}", type=kind,
                                    non_retryable=code == 2)  # fmt: skip
         outcome = json.loads(outcome_file.read_text(encoding="utf-8"))
         result = replace(run_result(outcome, time.monotonic() - started),
                          attempt=activity.info().attempt)  # fmt: skip
         if result.status == "cancelled":  # stopped from outside this worker: not its result
-            raise ApplicationError(f"wizard run was interrupted: {tail}", type="Interrupted")
+            raise _failure(f"wizard run was interrupted: {tail}", type="Interrupted")
         if result.status == "failed" and result.error_type in RETRIED:
             wait = None
             if result.error_type == RATE_LIMITED:  # the gateway wants fewer runs: slow the fleet
                 wait = rate_limit_wait(result.attempt)
                 fleet = activity.client().get_workflow_handle(job.fleet_id)
                 await fleet.signal("slow_down", wait.total_seconds())
-            raise ApplicationError(result.reason or result.error_type or "failed",
+            raise _failure(result.reason or result.error_type or "failed",
                                    type=result.error_type, next_retry_delay=wait)  # fmt: skip
         return result
 
@@ -156,7 +159,7 @@ class Steps:
                 message, result.changed_files, get_program(job.program).publishable,
             )  # fmt: skip
         except gitwork.GitFailed as exc:
-            raise ApplicationError(f"could not publish: {exc}", type="PublishFailed") from exc
+            raise _failure(f"could not publish: {exc}", type="PublishFailed") from exc
 
     @activity.defn(name="clean_up")
     async def clean_up(self, job: RepoJob) -> None:
@@ -169,13 +172,19 @@ class Steps:
         self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
 
 
+def _failure(message: str, **options: Any) -> ApplicationError:
+    """A step's failure: the repository's row says it, so the worker logs it at debug level
+    only (a failed clone printed a hundred lines of tracebacks)."""
+    return ApplicationError(message, category=ApplicationErrorCategory.BENIGN, **options)
+
+
 def _forget(project: Path) -> None:
     """Remove the journal of a workspace's project (its preview's copy with it); a retried
     error while a run of an earlier attempt is still ending (it holds the project's lock)."""
     try:
         forget_journal(project)
     except JournalError as exc:
-        raise ApplicationError(exc.message, type="StillRunning") from exc
+        raise _failure(exc.message, type="StillRunning") from exc
 
 
 def _remove(folder: Path) -> None:

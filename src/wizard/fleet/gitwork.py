@@ -16,6 +16,7 @@ are literal: a file's name is never a pattern.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +70,19 @@ def run_git(
         stderr = done.stderr.decode(errors="replace").strip()[-500:]
         raise GitFailed(f"git {' '.join(args[:2])}: {stderr}")
     return done.stdout
+
+
+# What a clone says when another attempt cannot do better: no such repository, no access.
+_PERMANENT = re.compile(
+    r"not found|does not exist|does not appear to be a git repository|authentication failed|"
+    r"could not read (?:username|password)|permission denied|remote branch .* not found",
+    re.IGNORECASE,
+)
+
+
+def cannot_succeed(error: str) -> bool:
+    """Whether a failed clone's words say another attempt would fail the same way."""
+    return _PERMANENT.search(error) is not None
 
 
 def clone(repo: Repo, dest: Path) -> str:
