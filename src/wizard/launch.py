@@ -101,8 +101,8 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
         edits = None
     code = [path for path in record.changed if runs_code(path)]
     warnings = (*outcome.warnings, wrote_code(code, outcome.run_id)) if code else outcome.warnings
-    if record.repos_added:
-        warnings = (*warnings, BARE_REPOSITORIES)
+    if any(PurePosixPath(repo).name != ".git" for repo in record.repos_added):
+        warnings = (*warnings, BARE_REPOSITORIES)  # one git finds by its shape
     if outcome.status == "cancelled":  # interrupted: what it ran on and used, from its record
         outcome = replace(
             outcome,
