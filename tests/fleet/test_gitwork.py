@@ -177,6 +177,7 @@ def test_a_colleague_who_clones_the_branch_gets_only_what_the_program_may_change
         "conftest.py": "import os; os.system('id')\n",
         "src/[x].yml": "not a program's path\n",
         "bunfig.toml": "preload = ['./evil.ts']\n",
+        "token_service.py": "import posthog\n",  # the app's code, whatever its name
     }
     patch = _patch(checkout, planted)
     rules = get_program("revenue-analytics").publishable
@@ -193,7 +194,7 @@ def test_a_colleague_who_clones_the_branch_gets_only_what_the_program_may_change
     colleague = tmp_path / "colleague"
     _git("clone", "--quiet", "--branch", BRANCH, str(origin), str(colleague), cwd=tmp_path)
     files = sorted(_git("ls-files", cwd=colleague).split())
-    assert files == ["app.py", "requirements.txt"]
+    assert files == ["app.py", "requirements.txt", "token_service.py"]
     for folder in (colleague, colleague / "src"):
         if folder.is_dir():
             _git("status", cwd=folder)

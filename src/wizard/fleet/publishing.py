@@ -33,8 +33,12 @@ TOOL_NAMES = (  # lower case: a path is matched lowered
 SECRET_NAMES = (
     ".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".npmrc", ".pypirc", ".netrc",
-    "credentials*", ".git-credentials", "*token*", "*secret*", ".aws/*", ".ssh/*", ".docker/*",
-    ".kube/*", "*.tfstate", "*.tfvars",
+    ".git-credentials",
+    # Names that hold a secret as data, never code (`token_service.py` is the app's).
+    "credentials", "credentials.json", "credentials.y*ml", "credentials.toml", "*.credentials",
+    "token", "token.txt", "token.json", "*.token", "secret", "secrets", "secret.txt",
+    "secrets.json", "secrets.y*ml", "secrets.toml", "*.secret",
+    ".aws/*", ".ssh/*", ".docker/*", ".kube/*", "*.tfstate", "*.tfvars",
 )  # fmt: skip
 # Templates of an environment file, which carry names, not values (their content is read).
 TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
