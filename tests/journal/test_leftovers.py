@@ -209,3 +209,27 @@ def test_any_failure_of_the_closing_snapshot_closes_the_record(
 )
 def test_every_printed_name_is_escaped(name: str, printed: str) -> None:
     assert shown(name) == printed
+
+
+def test_the_outcome_advises_safe_bare_repository_for_a_repository_found_by_its_shape(
+    project: Path,
+) -> None:
+    """`safe.bareRepository=explicit` keeps git from using a folder by its shape: advised
+    when such a repository appeared, not for a planted `.git` (which git uses either way)."""
+    from wizard.launch import BARE_REPOSITORIES, with_journal
+    from wizard.outcome import Outcome
+
+    _git("init", "-q", cwd=project)
+    journal = Journal(project)
+
+    def plant(run_id: str, where: str, *init: str) -> tuple[str, ...]:
+        record = journal.begin(run_id, "prog")
+        (project / where).mkdir(parents=True)
+        _git("init", "-q", *init, str(project / where), cwd=project)
+        journal.finish(record, "succeeded")
+        ended = with_journal(Outcome("succeeded", "prog", run_id=run_id), project)
+        assert ended.repositories_added
+        return ended.warnings
+
+    assert BARE_REPOSITORIES in plant("r1", "docs", "--bare")
+    assert BARE_REPOSITORIES not in plant("r2", "pkg")
