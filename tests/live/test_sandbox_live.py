@@ -129,10 +129,10 @@ async def test_scripts_the_agent_writes_are_held_in_the_sandbox(
     outside = tmp_path / "outside"
     outside.mkdir()
     (project / "out").symlink_to(outside)
-    prefix, cgroup = process_cap("live-sandbox")
-    if not prefix:
+    caps = process_cap("live-sandbox")
+    if not caps.processes:
         pytest.skip("no way to cap processes here (root without a writable cgroup)")
-    policy = build_policy(project, tmp_path / "run-tmp", cap_prefix=prefix)
+    policy = build_policy(project, tmp_path / "run-tmp", cap_prefix=caps.prefix)
     (tmp_path / "run-tmp").mkdir()
     runs = [
         "python3 env.py", "python3 nested.py", "python3 ssh.py", "python3 escape.py",
@@ -150,8 +150,8 @@ async def test_scripts_the_agent_writes_are_held_in_the_sandbox(
     try:
         live = await run_live(project, scenario, sandbox=policy)
     finally:
-        if cgroup is not None:
-            remove_cgroup(cgroup)
+        for group in caps.groups:
+            remove_cgroup(group)
     assert live.result.ok, live.result
     results, sent = _tool_results(live), _everything_sent(live)
     for case in ("env", "nested", "ssh", "escape", "net", "node", "npm", "fork"):
@@ -264,6 +264,43 @@ async def test_wizards_bash_on_the_runtime_started_once_holds_as_the_cli_does(
         assert stopped.is_error and "timed out" in stopped.text
     assert not (outside / "pwned.txt").exists()
     assert sorted(p.name for p in project.iterdir()) == [".env", "made.txt", "sub"]
+
+
+HOG = "python3 -c 'import time; b = bytearray({mib} << 20); time.sleep({wait})'"
+
+
+async def test_a_commands_processes_share_one_memory_limit_tmpfs_included(tmp_path: Path) -> None:
+    """Two processes each under the per-process limit but over it together, and a command
+    that fills a tmpfs past it: the memory cgroup stops both; one process alone under it
+    runs. (Where wizard may make no cgroup, memory is held per process only.)"""
+    installed = engine.installed_bundle()
+    assert installed is not None
+    caps = process_cap("live-memory", 200)
+    if not caps.memory:
+        pytest.skip("no memory cgroup may be made here; memory is held per process")
+    project = tmp_path / "project"
+    project.mkdir()
+    for folder in ("run-tmp", "private"):
+        (tmp_path / folder).mkdir()
+    environ = {"PATH": os.environ["PATH"], "WIZARD_COMMAND_MEMORY": "200"}
+    policy = build_policy(project, tmp_path / "run-tmp", environ=environ, cap_prefix=caps.prefix)
+    shell = SandboxedShell.build(policy, installed, tmp_path / "private")
+    try:
+        async with shell.wrapping(project) as started:
+            bash = shell_tool(project, started)
+            run = lambda command: bash.handler({"command": command, "timeout": 60})  # noqa: E731
+            alone = await run(HOG.format(mib=120, wait=0) + " && echo ALONE-OK")
+            assert "ALONE-OK" in alone.text, alone.text
+            hog = HOG.format(mib=120, wait=3)
+            together = await run(f"{hog} & {hog} & wait")
+            assert "Killed" in together.text, together.text  # one of them, by the kernel
+            fill = "head -c 300M /dev/zero > /dev/shm/fill && echo FILLED"
+            filled = await run(f"{fill}; ls -s /dev/shm/fill")
+            assert "FILLED" not in filled.text, filled.text
+            assert "may have used more than the 200 MiB" in filled.text, filled.text
+    finally:
+        for group in caps.groups:
+            remove_cgroup(group)
 
 
 async def test_a_runtime_that_does_not_start_fails_each_command_with_its_reason(

@@ -2,8 +2,8 @@
 folder, so a world inside it hides what a command can read elsewhere), on both engines:
 
 - reads outside the project are an allowlist: a sibling checkout's `.env`, `/etc/shadow`,
-  the listing of the project's parent, and the CI token in the project's `.git/config`
-  never reach the model;
+  what `/etc` holds beyond what programs need (`login.defs`), the listing of the project's
+  parent, and the CI token in the project's `.git/config` never reach the model;
 - nothing that runs code as the user can be made: a repository where the project has no
   `.git` of its own (a monorepo's app folder), a repointed submodule gitfile, git hooks,
   `.npmrc`, `.yarnrc.yml`, Claude's settings, VS Code's tasks; neither by a command nor by
@@ -92,7 +92,8 @@ async def test_reads_outside_the_project_are_an_allowlist(
     w = outside_world
     before = w.state()
     paths = [str(w.project.parent / "sibling" / ".env"), "../sibling/.env", "/etc/shadow",
-             ".git/config", str(w.home / ".ssh" / "id_rsa")]  # fmt: skip
+             "/etc/login.defs", ".git/config", str(w.home / ".ssh" / "id_rsa"),
+             "/etc/passwd"]  # fmt: skip
     scenario = {
         "responses": [
             reply(_tool(engine, "write", path="look.py", content=READ_OUTSIDE.format(paths=paths))),
@@ -110,7 +111,10 @@ async def test_reads_outside_the_project_are_an_allowlist(
     # Only the mount points the sandbox makes show: the project, and the closed home folder.
     assert listing is not None and set(listing.group(1).split(",")) <= {"project", "home"}
     assert "github.com/o/r.git" in sent  # git works, its config read, the token masked
-    assert sent.count("BLOCKED") >= len(paths) - 1  # the repository's config is readable
+    # The repository's config and /etc/passwd are readable; the rest, of /etc too, is not.
+    blocked = [path for path in paths if f"{path} BLOCKED" in sent]
+    assert blocked == [p for p in paths if p not in (".git/config", "/etc/passwd")]
+    assert "/etc/passwd root:x:0:0" in sent
 
 
 @pytest.mark.parametrize("engine", ENGINES)

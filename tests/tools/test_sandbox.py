@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from wizard.tools.sandbox import (
     remove_cgroup,
     sandbox_enabled,
 )
+from wizard.tools.sandbox_paths import etc_closed
 
 
 def test_the_policy_writes_only_the_project_and_the_runs_temp(tmp_path: Path) -> None:
@@ -40,6 +42,32 @@ def test_the_policy_writes_only_the_project_and_the_runs_temp(tmp_path: Path) ->
     assert f"{project}/.husky" in policy.deny_write
     for name in (".env", ".env.*", ".envrc", "*.env"):
         assert f"{project}/**/{name}" in policy.deny_read
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the /etc allowlist is Linux's")
+def test_etc_is_opened_by_allowlist_and_what_others_may_not_read_stays_closed(
+    tmp_path: Path,
+) -> None:
+    """Of `/etc`, only what programs need; in that, a root-only file is closed (a command
+    run as root reads no more than any user could)."""
+    etc = tmp_path / "etc"
+    for folder in ("ssl/certs", "ssl/private", "postgresql/15", "python3.11", "xdg/pip", "apt"):
+        (etc / folder).mkdir(parents=True)
+    for name in ("passwd", "ld.so.cache", "login.defs", "ssl/certs/ca.pem", "ssl/private/k.pem",
+                 "postgresql/15/pg_hba.conf", "xdg/pip/pip.conf", "debian_version",
+                 "python3.11/sitecustomize.py", "ssl/openssl.cnf"):  # fmt: skip
+        (etc / name).write_text("x\n")
+    (etc / "os-release").symlink_to("../usr/lib/os-release")
+    (etc / "xdg" / "autostart").mkdir()
+    (etc / "ssl" / "private").chmod(0o710)
+    (etc / "ssl" / "openssl.cnf").chmod(0o640)
+    closed = etc_closed(etc)
+    assert sorted(Path(p).relative_to(etc).as_posix() for p in closed) == [
+        "apt", "login.defs", "postgresql", "ssl/openssl.cnf", "ssl/private", "xdg/autostart",
+    ]  # fmt: skip
+    policy = build_policy(tmp_path / "p", tmp_path / "t", home=tmp_path / "home", environ={})
+    assert "/etc" in policy.allow_read and "/etc/passwd" not in policy.deny_read
+    assert "/etc/login.defs" in policy.deny_read or not Path("/etc/login.defs").exists()
 
 
 def test_a_repository_without_a_git_name_is_closed_and_its_config_masked(tmp_path: Path) -> None:
@@ -150,22 +178,33 @@ def test_a_run_sandbox_makes_and_removes_its_folders(tmp_path: Path) -> None:
     assert str(run.temp_dir) in run.policy.write
     run.close()
     assert not run.temp_dir.exists()
-    assert run.cgroup is None or not run.cgroup.exists()
+    assert not any(group.exists() for group in run.cgroups)
 
 
-def test_the_process_cap_joins_a_cgroup_or_sets_ulimit() -> None:
-    prefix, group = process_cap("unit-test")
+def test_the_caps_join_cgroups_or_set_ulimit() -> None:
+    """Each cgroup made is joined by the prefix and holds its limit; without a pids cgroup,
+    an ordinary user's commands get `ulimit -u`; root's get no process cap."""
+    caps = process_cap("unit-test", 300)
     try:
-        if group is not None:
-            assert prefix == f"echo $$ > '{group}/cgroup.procs' && "
-            assert (group / "pids.max").read_text().strip() == str(sandbox.MAX_PROCESSES)
-        elif os.geteuid() != 0:
-            assert prefix.startswith("ulimit -u ")
+        joins = "".join(f"echo $$ > '{group}/cgroup.procs' && " for group in caps.groups)
+        assert caps.prefix.startswith(joins)
+        limits = {
+            name: (group / name).read_text().strip()
+            for group in caps.groups
+            for name in ("pids.max", "memory.limit_in_bytes", "memory.max")
+            if (group / name).exists()
+        }
+        assert caps.memory == (limits.get("memory.limit_in_bytes", limits.get("memory.max"))
+                               == str(300 << 20))  # fmt: skip
+        if "pids.max" in limits:
+            assert caps.processes and limits["pids.max"] == str(sandbox.MAX_PROCESSES)
         else:
-            assert prefix == ""
+            assert caps.processes == (os.geteuid() != 0)
+            assert ("ulimit -u " in caps.prefix) == caps.processes
     finally:
-        if group is not None:
+        for group in caps.groups:
             remove_cgroup(group)
+    assert not any(group.exists() for group in caps.groups)
 
 
 def test_the_fence_leaves_env_only_rules_to_the_sandbox(tmp_path: Path) -> None:

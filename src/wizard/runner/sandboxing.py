@@ -17,6 +17,7 @@ from wizard.events import EventSink, LogLine
 from wizard.layout import socket_temp_dir, state_root
 from wizard.runlog import log_dir
 from wizard.runner.previewing import Workspace
+from wizard.tools.limits import CommandLimits
 from wizard.tools.sandbox import (
     SandboxPolicy,
     build_policy,
@@ -40,7 +41,7 @@ class RunSandbox:
 
     policy: SandboxPolicy | None
     temp_dir: Path | None = None
-    cgroup: Path | None = None
+    cgroups: tuple[Path, ...] = ()
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -67,9 +68,11 @@ class RunSandbox:
         # Made now: one a command made on first use would throw its kept sandbox away.
         for cache in private_caches(temp_dir).values():
             cache.mkdir(parents=True)
-        prefix, cgroup = process_cap(run_id)
-        if not prefix:
+        caps = process_cap(run_id, CommandLimits.from_environ(environ).memory_mib)
+        if not caps.processes:
             sink(LogLine("the process count of commands is not capped here (root, no cgroup)"))
+        if not caps.memory:
+            sink(LogLine("the memory of commands is capped per process here (no cgroup)"))
         # A preview's commands see the copy, never the project, but for the folders the copy
         # shows read-only.
         project = (workspace.project,) if workspace.preview else ()
@@ -80,13 +83,13 @@ class RunSandbox:
             environ=environ,
             private=(state_root(), log_dir(), *project),
             read_only=tuple(workspace.mounts.values()),
-            cap_prefix=prefix,
+            cap_prefix=caps.prefix,
         )
-        return cls(policy, temp_dir, cgroup)
+        return cls(policy, temp_dir, caps.groups)
 
     def close(self) -> None:
         """Remove the run's temp folder and cgroup."""
         if self.temp_dir is not None:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
-        if self.cgroup is not None:
-            remove_cgroup(self.cgroup)
+        for group in self.cgroups:
+            remove_cgroup(group)

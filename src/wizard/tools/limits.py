@@ -1,7 +1,9 @@
 """The limits every command the agent runs is held to, on both engines and in verification.
 
-- **memory**: the data a command's processes may allocate (`ulimit -d`, each process),
-  `WIZARD_COMMAND_MEMORY` MiB (default 4096);
+- **memory**: what a command's processes may use together, the pages they write to a tmpfs
+  included, `WIZARD_COMMAND_MEMORY` MiB (default 4096): a memory cgroup where wizard may make
+  one (past it, the kernel kills the largest process: exit 137), and the data each process
+  may allocate (`ulimit -d`) everywhere;
 - **file size**: the largest file a command may write (`ulimit -f`), `WIZARD_COMMAND_FILE_SIZE`
   MiB (default 1024); past it the kernel stops the command (SIGXFSZ);
 - **time**: a command that names no timeout gets `WIZARD_COMMAND_TIMEOUT` seconds (default
@@ -24,6 +26,7 @@ from wizard.errors import UsageError
 MAX_TIMEOUT_S = 1800.0
 OUTPUT_BYTES = 1 << 20
 SIGXFSZ_EXIT = 128 + 25
+SIGKILL_EXIT = 128 + 9  # what the kernel's OOM killer leaves in a memory cgroup
 # What a program prints when an allocation failed under the memory limit.
 _OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "heap out of memory", "bad_alloc")
 
@@ -71,7 +74,10 @@ class CommandLimits:
             {"exit": SIGXFSZ_EXIT, "note": stopped},
             {"text": "File too large", "note": stopped},  # a program that ignores SIGXFSZ
         ]
-        return rules + [{"text": text, "note": failed} for text in _OUT_OF_MEMORY]
+        killed = f"(The command was killed: it may have used more than the {self.memory_mib} MiB "
+        killed += "of memory a command's processes may use together.)"
+        rules += [{"text": text, "note": failed} for text in _OUT_OF_MEMORY]
+        return [*rules, {"exit": SIGKILL_EXIT, "note": killed}]
 
     def note(self, code: int | None, output: str) -> str:
         """The note for a command that ended `code` having printed `output`, if a limit

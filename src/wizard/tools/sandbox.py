@@ -5,13 +5,13 @@ the boundary for everything that call starts, scripts the agent wrote included. 
 their rules from here, so they cannot drift apart. Outside the project the policy is an
 allowlist, not a list of secrets:
 
-- **read**: the system (`/usr`, `/etc`, ...), the project, the run's own temp folder, and in
-  the home folder only the toolchains and package caches in `HOME_READABLE`. The rest of the
-  home folder is closed (credentials, shell rc files, wizard's config, other projects), and
-  so is the system temp folder (other runs' folders and tokens), wizard's state and logs,
-  and the run's private folders (pi's agent folder, the host-tool bridge). In the project,
-  `.env*` files (and other names of them) are closed at any depth: the agent uses
-  `check_env_keys` / `set_env_values`;
+- **read**: the system (`/usr`, what programs need of `/etc`, ...), the project, the run's
+  own temp folder, and in the home folder only the toolchains and package caches in
+  `HOME_READABLE`. The rest of the home folder is closed (credentials, shell rc files,
+  wizard's config, other projects), and so is the system temp folder (other runs' folders
+  and tokens), wizard's state and logs, and the run's private folders (pi's agent folder,
+  the host-tool bridge). In the project, `.env*` files (and other names of them) are closed
+  at any depth: the agent uses `check_env_keys` / `set_env_values`;
 - **write**: the project and the run's temp folder, nothing else; in the project never the
   names that run code as the user (`code_names`: `.git` folders and gitfiles, hooks, editor
   and agent settings, rc files, `.pth` files): those that exist, at any depth, and at the
@@ -28,7 +28,7 @@ ripgrep on Linux; `sandbox-exec` on macOS).
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import json
 import os
 import platform
@@ -36,6 +36,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,6 +53,7 @@ from wizard.tools.sandbox_paths import (
     NOWHERE,
     SYSTEM_SECRETS,
     closed_to_writes,
+    etc_closed,
     masked_file,
     repository_configs,
     toolchains,
@@ -224,6 +226,7 @@ def build_policy(
     deny = [
         "/",
         *SYSTEM_SECRETS,
+        *etc_closed(),
         str(home),
         *(
             str(t)
@@ -334,19 +337,39 @@ def install_command(packages: Iterable[str]) -> str:
     return _INSTALL["apt-get"].format(names)
 
 
-def process_cap(run_id: str) -> tuple[str, Path | None]:
-    """The command prefix that caps a command's processes, and the cgroup it joins (if any).
+@dataclass(frozen=True)
+class CommandCaps:
+    """How a run's commands are capped: the prefix each starts with, the cgroups it joins,
+    and whether the process count and the memory of a command's processes together are
+    held (else memory is held per process, by `ulimit -d`)."""
 
-    A cgroup with `pids.max` where wizard may make one; else `ulimit -u` above the user's
-    current count (which root ignores, so root without a cgroup gets no cap: "").
+    prefix: str = ""
+    groups: tuple[Path, ...] = ()
+    processes: bool = False
+    memory: bool = False
+
+
+def process_cap(run_id: str, memory_mib: int | None = None) -> CommandCaps:
+    """The caps of a run's commands, and the cgroups that hold them.
+
+    Where wizard may make them (cgroup v1's controllers, or its own v2 cgroup when they are
+    delegated to it): one with `pids.max`, and one whose memory limit holds the processes of
+    a command together, the pages they write to a tmpfs included (`memory_mib`). Else
+    `ulimit -u` above the user's current count (which root ignores, so root without a cgroup
+    gets no process cap), and the memory left to `ulimit -d`, per process.
     """
-    group = pids_cgroup(run_id)
-    if group is not None:
-        return f"echo $$ > '{group}/cgroup.procs' && ", group
-    if os.geteuid() != 0:
+    limits = {"pids": str(MAX_PROCESSES)}
+    if memory_mib is not None:
+        limits["memory"] = str(memory_mib << 20)
+    made = {c: g for c, limit in limits.items() if (g := _cgroup(run_id, c, limit)) is not None}
+    groups = tuple(dict.fromkeys(made.values()))
+    prefix = "".join(f"echo $$ > '{group}/cgroup.procs' && " for group in groups)
+    processes = "pids" in made
+    if not processes and os.geteuid() != 0:
         mine = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
-        return f"ulimit -u {mine + MAX_PROCESSES} && ", None
-    return "", None
+        prefix += f"ulimit -u {mine + MAX_PROCESSES} && "
+        processes = True
+    return CommandCaps(prefix, groups, processes, "memory" in made)
 
 
 def _owned(proc: Path) -> bool:
@@ -356,33 +379,58 @@ def _owned(proc: Path) -> bool:
         return False
 
 
-def pids_cgroup(run_id: str) -> Path | None:
-    """A cgroup capped at `MAX_PROCESSES` for the run's commands, if wizard may make one."""
-    for root in (Path("/sys/fs/cgroup/pids"), _own_v2_cgroup()):
+# The file that sets a controller's limit: cgroup v1's name first, then v2's.
+_LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes", "memory.max")}
+
+
+def _cgroup(run_id: str, controller: str, limit: str) -> Path | None:
+    """The run's cgroup under wizard's own for `controller` (v1's hierarchy of it, else the
+    unified one), with `limit` set; None where wizard may not make one or the controller is
+    not delegated to it."""
+    for root in (_own_cgroup(controller), _own_cgroup("")):
         if root is None or not root.is_dir():
             continue
         group = root / f"wizard-{run_id}"
+        made = not group.exists()
         try:
             group.mkdir(exist_ok=True)
-            (group / "pids.max").write_text(str(MAX_PROCESSES))
+            name = next((n for n in _LIMIT_FILES[controller] if (group / n).exists()), None)
+            if name is None:  # the controller is not delegated here
+                raise FileNotFoundError(group)
+            (group / name).write_text(limit)
         except OSError:
+            if made:
+                remove_cgroup(group)
             continue
         return group
     return None
 
 
-def _own_v2_cgroup() -> Path | None:
+def _own_cgroup(controller: str) -> Path | None:
+    """wizard's own cgroup in `controller`'s v1 hierarchy, or ("") in the unified one."""
     try:
-        line = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
-    unified = next((entry.split(":", 2)[2] for entry in line if entry.startswith("0::")), None)
-    if unified is None:
-        return None
-    return Path("/sys/fs/cgroup") / unified.lstrip("/")
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if controller and controller in names.split(","):
+            return Path("/sys/fs/cgroup", controller, path.lstrip("/"))
+        if not controller and not names:  # v2's, mounted apart beside v1's ("hybrid")
+            unified = "unified" if os.path.isdir("/sys/fs/cgroup/unified") else ""
+            return Path("/sys/fs/cgroup", unified, path.lstrip("/"))
+    return None
 
 
-def remove_cgroup(group: Path) -> None:
-    """Remove a run's cgroup once its commands are gone."""
-    with contextlib.suppress(OSError):
-        group.rmdir()
+def remove_cgroup(group: Path, wait_s: float = 2.0) -> None:
+    """Remove a run's cgroup once its commands are gone (those just stopped may take a moment
+    to leave it)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            group.rmdir()
+            return
+        except OSError as error:
+            if error.errno != errno.EBUSY or time.monotonic() > deadline:
+                return
+            time.sleep(0.02)

@@ -5,7 +5,10 @@ configs whose credentials a command sees masked."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import platform
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,26 @@ SYSTEM_READABLE = (
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
     "/nix/store", "/snap", "/opt/hostedtoolcache", "/opt/homebrew", "/opt/local",
 )  # fmt: skip
+# Of `/etc` (on Linux), only what programs and toolchains read to run: the loader, users
+# and names, locale and time, TLS roots, and the toolchains' system-wide settings. The
+# rest (services' configs, PAM, cron, ssh, apt, what an administrator keeps there) is
+# closed, and so is anything in these that other users may not read (`ETC_CLOSED_MODE`).
+# `/etc` stays mounted and the rest is closed name by name, so that links in it
+# (`localtime`, `os-release`) still lead where they point.
+ETC_READABLE = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "alternatives",
+    "passwd", "group", "nsswitch.conf", "host.conf", "hosts", "resolv.conf", "gai.conf",
+    "services", "protocols", "networks", "hostname", "shells",
+    "localtime", "timezone", "locale.alias", "locale.conf", "default/locale",
+    "os-release", "*-release", "*_version", "ssl", "pki", "ca-certificates",
+    "ca-certificates.conf", "crypto-policies", "gnutls",
+    "mime.types", "magic", "magic.mime", "terminfo", "fonts", "xml", "sgml", "inputrc",
+    "gitconfig", "pip.conf", "xdg/pip", "npmrc", "yarnrc", "gemrc", "wgetrc",
+    "python3*", "java-*", "jvm", "maven", "perl", "php*", "ruby*", "dotnet", "R",
+)  # fmt: skip
+# A file or folder in `/etc` that other users may not read is a secret of the system's (a
+# shadow file, a TLS private key, a database's access rules): closed even as root.
+ETC_CLOSED_MODE = stat.S_IROTH
 # Secrets in the system's folders, closed even so.
 SYSTEM_SECRETS = (
     "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
@@ -31,6 +54,56 @@ SYSTEM_SECRETS = (
 # host): an address of the reserved 240.0.0.0/4 block, which is never routed, so no
 # connection ever carries the real value.
 NOWHERE = "240.0.0.1"
+
+
+def etc_closed(etc: Path = Path("/etc")) -> list[str]:
+    """What of `etc` a command may not read: every entry `ETC_READABLE` does not name (a
+    name with a `/` opens that entry of its folder and closes the folder's others), and in
+    those it names, whatever other users may not read. Nothing on macOS, where `/etc` is a
+    link into `/private`: there only `SYSTEM_SECRETS` are closed."""
+    if platform.system() != "Linux":
+        return []
+    opened: list[str] = []
+    closed: list[str] = []
+    for name in _listing(etc):
+        if _named(name):
+            opened.append(name)
+        elif any(p.startswith(f"{name}/") for p in ETC_READABLE) and _folder(etc / name):
+            for inner in (f"{name}/{n}" for n in _listing(etc / name)):
+                (opened if _named(inner) else closed).append(inner)
+        else:
+            closed.append(name)
+    for top in (str(etc / name) for name in opened):
+        if not _others_read(top):
+            closed.append(top)
+            continue
+        for folder, folders, files in os.walk(top):
+            shut = [n for n in (*folders, *files) if not _others_read(f"{folder}/{n}")]
+            closed += [f"{folder}/{n}" for n in shut]
+            folders[:] = [f for f in folders if f not in shut]
+    return [path if path.startswith("/") else str(etc / path) for path in closed]
+
+
+def _named(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in ETC_READABLE)
+
+
+def _folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _listing(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _others_read(path: str) -> bool:
+    try:
+        return bool(os.lstat(path).st_mode & ETC_CLOSED_MODE)
+    except OSError:
+        return False
 
 
 def toolchains(environ: Mapping[str, str], home: Path, temp: Path, project: Path) -> list[str]:
