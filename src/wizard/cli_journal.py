@@ -35,7 +35,10 @@ def runs(
     from wizard.ui.console import make_console
     from wizard.ui.tables import runs_table
 
-    records = Journal(project).records()
+    records, unreadable = Journal(project).read_records()
+    for path, why in unreadable:
+        typer.echo(f"warning: left out {path}, a run record that cannot be read ({why}). "
+                   "Remove it, or put back the file it was.", err=True)  # fmt: skip
     if as_json:
         exclude = {"before_modes", "after_modes"}
         typer.echo(json.dumps([r.model_dump(exclude=exclude) for r in records], indent=1))

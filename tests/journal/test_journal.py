@@ -558,6 +558,31 @@ def test_wizard_runs_lists_whole_run_ids(tmp_path: Path, monkeypatch: pytest.Mon
     assert "0123456789ab" in output and "aborted" in output
 
 
+def test_an_unreadable_run_record_is_named_and_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One record cut short ended `wizard runs` in a JSONDecodeError traceback: it is named on
+    stderr, and the others are listed (and `undo` still finds the run before it)."""
+    from typer.testing import CliRunner
+
+    from wizard.cli import app
+
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
+    project = tmp_path / "p"
+    project.mkdir()
+    journal = Journal(project)
+    record = journal.begin("0123456789ab", "transactional-email", "pi", "linear")
+    (project / "x.txt").write_text("x")
+    journal.finish(record, "succeeded")
+    broken = journal.runs_dir / "fedcba987654.json"
+    broken.write_text('{"run_id": "fedcba98')
+    result = CliRunner().invoke(app, ["runs", "--project", str(project)])
+    assert result.exit_code == 0, result.output
+    assert "0123456789ab" in result.stdout and "Traceback" not in result.output
+    assert f"warning: left out {broken}, a run record that cannot be read" in result.stderr
+    assert journal.find(None).run_id == "0123456789ab"
+
+
 def test_a_second_undo_takes_back_the_run_before_and_never_flips(tmp_path: Path) -> None:
     """A second `wizard undo` re-applied the agent's changes, and each further one flipped
     again. It now undoes the run before; re-applying is the undo of the undo, named."""
@@ -656,3 +681,15 @@ def test_an_unchanged_listing_reuses_its_tree_and_a_prune_forgets_it(
     (project / "g.txt").write_text("three\n")
     record = journal.finish(journal.begin("r2", "test"), "succeeded")
     assert store.changes(record.before, record.after or "") == []
+
+
+def test_a_bad_max_file_setting_is_a_usage_error_wherever_the_journal_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wizard undo` and `apply` walk the project too, with no plan to check the variable
+    first: `WIZARD_JOURNAL_MAX_FILE=ten` ended in a ValueError traceback."""
+    project = tmp_path / "p"
+    project.mkdir()
+    monkeypatch.setenv("WIZARD_JOURNAL_MAX_FILE", "ten")
+    with pytest.raises(UsageError, match="WIZARD_JOURNAL_MAX_FILE='ten' is not a number"):
+        Journal(project, tmp_path / "state").begin("r1", "test")

@@ -232,3 +232,44 @@ async def test_a_program_that_does_not_fit_ends_before_the_agent_with_nothing_ch
     assert [e.properties["program"] for e in told] == ["transactional-email"]
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert Journal(tmp_path).records() == []
+
+
+async def test_an_orchestrator_run_that_set_nothing_up_keeps_its_tasks_and_usage(
+    tmp_path: Path,
+) -> None:
+    """Verification turns the outcome unverified (a proof failed); it does not rebuild it:
+    the queue as it ended, what the run used, its harness and sequence survive (the queue
+    was lost: `tasks: []`)."""
+    from wizard.runner.sequence.orchestrator.prompts import SEED_LINE
+    from wizard.testing.fake_session import FakeSessions
+
+    stripe_app(tmp_path)
+    plan = [[reply(call("enqueue_task", type="tag-customers", label="Tag", id="tag")),
+             said("Planned.")]]  # fmt: skip
+    finished = [[reply(call("complete_task", status="done", summary="ok", handoff="ok"))]]
+    sessions = FakeSessions({SEED_LINE: [plan], "# Task tag:": [finished]})
+    outcome = await run_program(
+        _plan(tmp_path, "revenue-analytics", sequence="orchestrator"),
+        EventRecorder(),
+        harness=PiHarness(session_factory=sessions),
+    )
+    assert outcome.status == "unverified"  # its proof failed: the checkout carries no id
+    assert outcome.reason is not None and "was not proven" in outcome.reason
+    assert (outcome.harness, outcome.sequence) == ("pi", "orchestrator")
+    assert [(task["id"], task["status"]) for task in outcome.tasks] == [("tag", "done")]
+    assert outcome.usage is not None and outcome.usage.turns >= 2
+    assert outcome.verification is not None and outcome.sandbox == "off"
+
+
+async def test_a_tool_called_in_the_remark_reply_is_refused(tmp_path: Path) -> None:
+    """The remark is words about the run, after its work: a call in that reply was carried
+    out (a file written after the run said it was done). It is refused now."""
+    email_app(tmp_path)
+    turns = [
+        [reply(call("write", path="a.txt", content="x")), said("Done.")],
+        [reply(call("write", path="late.txt", content="x")), said("-")],
+    ]
+    session = FakeSession(turns)
+    harness = PiHarness(session_factory=session)
+    await run_program(_plan(tmp_path), EventRecorder(), harness=harness)
+    assert (tmp_path / "a.txt").exists() and not (tmp_path / "late.txt").exists()

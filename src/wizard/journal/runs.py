@@ -282,11 +282,22 @@ class Journal:
     # --- reading --------------------------------------------------------------------------
 
     def records(self) -> list[RunRecord]:
-        """Every kept record, newest first."""
+        """Every kept record that can be read, newest first."""
+        return self.read_records()[0]
+
+    def read_records(self) -> tuple[list[RunRecord], list[tuple[Path, str]]]:
+        """Every kept record that can be read, newest first; and each that cannot (cut short,
+        edited by hand, written by another version), with why."""
         if not self.runs_dir.is_dir():
-            return []
-        records = [_load(path) for path in self.runs_dir.glob("*.json")]
-        return sorted(records, key=lambda r: (r.started_at, r.run_id), reverse=True)
+            return [], []
+        records, unreadable = [], []
+        for path in sorted(self.runs_dir.glob("*.json")):
+            try:
+                records.append(_load(path))
+            except (OSError, ValueError) as error:  # pydantic's ValidationError is one
+                unreadable.append((path, str(error).splitlines()[0]))
+        records.sort(key=lambda r: (r.started_at, r.run_id), reverse=True)
+        return records, unreadable
 
     def get(self, run_id: str) -> RunRecord | None:
         """The record of exactly `run_id`, if the journal has it."""

@@ -46,6 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from wizard.atomic import DurableBatch, make_durable, symlink_atomically, write_atomically
+from wizard.config import number_setting
 from wizard.errors import ConfigError
 from wizard.journal.dependencies import keep_listing
 from wizard.listings import (
@@ -398,7 +399,7 @@ class GitStore:
         but for the root's names in `leave`, or only those in `only`. `ListingStopped` once
         `stop` says so."""
         self._ensure()
-        limit = int(os.environ.get("WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE))
+        limit = number_setting(os.environ, "WIZARD_JOURNAL_MAX_FILE", DEFAULT_MAX_FILE, int)
         root = copy or self.project
         cache = self._load_cache(_cache_name(copy))
         walked = Walked(left_out=leave)

@@ -225,12 +225,7 @@ async def verified(
     if result.failures or result.failed_proofs:
         context.sink(SpinnerStopped("A check failed" if result.failures else "A proof failed"))
         unverified = _unverified_outro(context, result)
-        return replace(
-            context.outcome("unverified", unverified, reason=_reason(result)),
-            verification=result,
-            warnings=outcome.warnings,
-            usage=outcome.usage,
-        )
+        return _unverified(outcome, unverified, _reason(result), result)
     if not app_changed and not result.proven:
         return _nothing_done(outcome, context, result)
     done = "Checks passed: the preview is ready to apply" if context.preview else None
@@ -275,12 +270,12 @@ def _nothing_done(outcome: Outcome, context: RunContext, result: Verification) -
         "again, or check the log for what the agent did."
     )
     outro = Outro("error", f"{context.program.label}: nothing was set up", body)
-    return replace(
-        context.outcome("unverified", outro, reason=NOTHING_CHANGED),
-        verification=result,
-        warnings=outcome.warnings,
-        usage=outcome.usage,
-    )
+    return _unverified(outcome, outro, NOTHING_CHANGED, result)
+
+
+def _unverified(outcome: Outcome, outro: Outro, reason: str, result: Verification) -> Outcome:
+    """`outcome`, the run's whole (its tasks, usage, resume), now unverified by `result`."""
+    return replace(outcome, status="unverified", outro=outro, reason=reason, verification=result)
 
 
 def checks_wrote(paths: Sequence[str]) -> str:

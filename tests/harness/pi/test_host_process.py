@@ -121,3 +121,43 @@ def test_an_abort_after_the_run_ended_asks_pi_nothing(tmp_path: Path) -> None:
         await session.abort()
 
     asyncio.run(abort())
+
+
+def test_the_reader_ends_every_wait_however_it_stops(tmp_path: Path) -> None:
+    """A line that is JSON but no object is passed over, and a reader that stops on an error
+    of its own (a subscriber that raised) still ends the waits for pi's answers: they used to
+    wait for ever."""
+    import asyncio
+
+    from wizard.errors import EngineError
+    from wizard.runner.harness.gate import ToolGate
+    from wizard.runner.harness.pi.session import PiSession
+    from wizard.runner.harness.types import EngineLaunch, PromptResult
+    from wizard.tools.fence import Fence
+
+    class Lines:
+        pid, stdin, stderr, returncode = 0, None, None, None
+
+        def __init__(self, *lines: bytes) -> None:
+            self.stdout = asyncio.StreamReader()
+            for line in lines:
+                self.stdout.feed_data(line)
+
+    def raising(message: object) -> None:
+        raise RuntimeError("a subscriber's own error")
+
+    async def read() -> None:
+        gate = ToolGate([], Fence(tmp_path))
+        launch = EngineLaunch(tmp_path, "m", "anthropic-messages", "http://127.0.0.1:9", "t", gate)
+        session = PiSession(launch)
+        session._process = Lines(b"[1, 2]\n", b'{"type": "message_update"}\n')  # type: ignore[assignment]
+        waiting: asyncio.Future[PromptResult] = asyncio.get_running_loop().create_future()
+        session._run_done = waiting
+        session._subscribers.append(raising)
+        with pytest.raises(RuntimeError, match="subscriber"):
+            await session._read_stdout()
+        assert session.lines_read == 2 and session._eof.is_set()
+        with pytest.raises(EngineError, match="pi exited unexpectedly"):
+            await waiting
+
+    asyncio.run(read())

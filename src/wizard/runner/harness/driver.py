@@ -179,7 +179,7 @@ def _launch(run: RunState, proxy: GatewayProxy, calls: SessionCalls | None) -> E
         proxy_url=proxy.url,
         token=proxy.token,
         gate=ToolGate(
-            run.tools(), run.fence, run.on_decision, run.halt.is_set, calls, inputs.tools_ready
+            run.tools(), run.fence, run.on_decision, run.tools_closed, calls, inputs.tools_ready
         ),
         system_prompt=runtime_notes(todo_list=inputs.todo_list),
         shell="bash" not in run.fence.disallowed_tools,

@@ -152,6 +152,11 @@ class RunState:
             self.latch.disarm()
         self.output.in_remark = True
 
+    def tools_closed(self) -> bool:
+        """Whether no tool may run any more: the run is ending, or what follows is the remark
+        reply (a remark is words; a call in it is refused, never carried out)."""
+        return self.halt.is_set() or self.output.in_remark
+
     def emit(self, name: str, **properties: Any) -> None:
         """An analytics event, with the run's own properties (task type and id, harness)."""
         self.inputs.sink(AnalyticsEvent(name, {**properties, **self.inputs.analytics}))

@@ -404,19 +404,23 @@ class PiSession:
     async def _read_stdout(self) -> None:
         assert self._process is not None and self._process.stdout is not None
         stream = self._process.stdout
-        with contextlib.suppress(asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            while line := await stream.readuntil(b"\n"):
-                self.bytes_read += len(line)
-                self.lines_read += 1
-                if line.strip():
-                    self._dispatch(line)
-        self._on_eof()
+        try:
+            with contextlib.suppress(asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                while line := await stream.readuntil(b"\n"):
+                    self.bytes_read += len(line)
+                    self.lines_read += 1
+                    if line.strip():
+                        self._dispatch(line)
+        finally:  # however reading ended, nobody waits on pi's answer for ever
+            self._on_eof()
 
     def _dispatch(self, line: bytes) -> None:
         try:
             message = json.loads(line.rstrip(b"\r\n"))
         except json.JSONDecodeError:
-            log.warning("pi wrote a line that is not JSON: %r", line[:200])
+            message = None
+        if not isinstance(message, dict):
+            log.warning("pi wrote a line that is not a JSON object: %r", line[:200])
             return
         kind = message.get("type")
         if kind == "response" and message.get("id") in self._pending:
