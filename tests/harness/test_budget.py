@@ -4,6 +4,7 @@ model request, as WIZARD_BUDGET_EXCEEDED (never success)."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,51 @@ def test_durations_in_seconds_minutes_and_hours(text: str, seconds: float) -> No
     from wizard.runner.harness.usage import duration_seconds
 
     assert duration_seconds(text) == seconds
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("engine", ["pi", "anthropic"])
+async def test_the_time_budget_is_a_deadline_that_stops_the_running_command(
+    tmp_path: Path, engine: str
+) -> None:
+    """`--max-time 20s` with a 120 s command ran to 133 s, once ending "succeeded": the
+    deadline now stops the turn and the command running in it, and the run ends as a budget
+    stop. The command would have written `late.txt` had it run on; nothing asks the gateway
+    again."""
+    import tempfile
+
+    from wizard.engines.bundle import installed_bundle
+    from wizard.runner.harness.registry import make_harness
+    from wizard.tools.sandbox import build_policy
+
+    if installed_bundle() is None:
+        pytest.fail("pi is not installed") if os.environ.get("CI") else pytest.skip("no pi")
+    if engine == "anthropic":
+        pytest.importorskip("claude_agent_sdk")
+    project = tmp_path / "project"
+    project.mkdir()
+    tool = (lambda name: name) if engine == "pi" else (lambda name: f"mcp__wizard__{name}")
+    late = "import pathlib, time\ntime.sleep(20)\npathlib.Path('late.txt').write_text('x')\n"
+    command = "python3 late.py"
+    scenario = {"responses": [reply(call(tool("write"), path="late.py", content=late)),
+                              reply(call(tool("bash"), command=command, timeout=60)),
+                              *LONG[2:]]}  # fmt: skip
+    model = "claude-sonnet-4-6"
+    with tempfile.TemporaryDirectory(prefix="wizard-deadline-") as temp:
+        async with ScriptedGateway(scenario) as gateway:
+            inputs = RunInputs(
+                project_dir=project, prompt="Set up.", model=model,
+                gateway=GatewaySettings(url=gateway.url, retries=0), sink=EventRecorder(),
+                spend=RunSpend(Budget(max_seconds=3), model, PRICES),
+                sandbox=build_policy(project, Path(temp)),
+            )  # fmt: skip
+            harness = make_harness(engine)
+            try:
+                result = await harness.run(inputs)
+            finally:
+                await harness.close()
+    assert result.error is AgentErrorType.BUDGET_EXCEEDED, result
+    assert "the time budget (3 s) is spent" in (result.message or "")
+    assert len(gateway.requests) == 2  # the reply that called the command, nothing after
+    assert not (project / "late.txt").exists()
+    assert subprocess.run(["pgrep", "-f", command], capture_output=True).stdout == b""

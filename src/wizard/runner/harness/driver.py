@@ -147,6 +147,18 @@ async def drive(
     return replace(result, usage=usage)
 
 
+def _deadline(run: RunState) -> asyncio.TimerHandle | None:
+    """The run's time budget as a deadline: when it passes, the turn is stopped, the command
+    running in it too, and the run ends as a budget stop (not only at its next request)."""
+    spend = run.inputs.spend
+    left = spend.time_left() if spend is not None else None
+    if spend is None or left is None:
+        return None
+    return asyncio.get_running_loop().call_later(
+        max(0.0, left), lambda: run.time_is_up(spend.out_of_time())
+    )
+
+
 async def _close(session: AgentSession) -> None:
     """Close the session, leaving no process behind. A cancellation that arrives meanwhile
     (the orchestrator stopping a task that was already closing) waits for the teardown."""
@@ -207,13 +219,18 @@ class _Conversation:
     async def run(self) -> AgentResult:
         """Prompt, nudge while the work is open, remark, classify."""
         run = self.run_state
-        end = await self._turn(run.inputs.prompt)
-        nudge, most = run.nudge()
-        nudges = 0
-        while end.stop_reason != "error" and run.may_continue() and nudges < most:
-            nudges += 1
-            run.inputs.sink(LogLine(f"work still open, nudge {nudges}/{most}"))
-            end = await self._turn(nudge)
+        deadline = _deadline(run)  # the work's, not the remark's
+        try:
+            end = await self._turn(run.inputs.prompt)
+            nudge, most = run.nudge()
+            nudges = 0
+            while end.stop_reason != "error" and run.may_continue() and nudges < most:
+                nudges += 1
+                run.inputs.sink(LogLine(f"work still open, nudge {nudges}/{most}"))
+                end = await self._turn(nudge)
+        finally:
+            if deadline is not None:
+                deadline.cancel()
         if (ending := endings.interrupted(run)) is not None:
             return ending
         if self.proxy.over_budget is not None:

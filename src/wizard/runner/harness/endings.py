@@ -63,7 +63,8 @@ def failed(run: RunState, message: str) -> AgentResult:
 
 
 def over_budget(run: RunState, why: str) -> AgentResult:
-    """The run's budget was spent: its next model request was refused."""
+    """The run's budget was spent: its next model request was refused, or its deadline
+    passed while it worked."""
     run.stop(run.inputs.error_message)
     run.inputs.sink(LogLine(f"budget reached: {why}", "warning"))
     run.emit("agent aborted", **run.timing(), budget=why)
@@ -79,11 +80,14 @@ def engine_failed(run: RunState, message: str) -> AgentResult:
 
 
 def interrupted(run: RunState) -> AgentResult | None:
-    """The ending a violation or a marker forces, in that order (the fence wins); else None."""
+    """The ending a violation, a marker or the deadline forces, in that order (the fence
+    wins); else None."""
     if run.fence.violation is not None:
         return violated(run)
     if run.latch.marker is not None:
         return aborted(run)
+    if run.out_of_time is not None:
+        return over_budget(run, run.out_of_time)
     return None
 
 

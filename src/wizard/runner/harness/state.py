@@ -88,6 +88,8 @@ class RunState:
         # Set by the first stop marker or a critical fence violation: the turn ends now.
         self.halt = asyncio.Event()
         self.violated_at: float | None = None  # monotonic, when the fence latched
+        # Why the run stopped at its deadline (`--max-time`), its running command with it.
+        self.out_of_time: str | None = None
         self.task = inputs if isinstance(inputs, TaskRunInputs) else None
         until = self.task.reported if self.task is not None else lambda: False
         self.latch = StopLatch(
@@ -131,13 +133,29 @@ class RunState:
         return self.todos.has_open_todos()
 
     def ending(self) -> bool:
-        """Whether the whole run is ending: a stop marker latched, or the fence latched a
-        critical violation (a task that reported halts its own turn only)."""
-        return self.latch.marker is not None or self.violated_at is not None
+        """Whether the whole run is ending: a stop marker latched, the fence latched a
+        critical violation, or its time ran out (a task that reported halts its own turn
+        only)."""
+        return (
+            self.latch.marker is not None
+            or self.violated_at is not None
+            or self.out_of_time is not None
+        )
 
     def may_continue(self) -> bool:
-        """Whether a nudge may follow: work open, nothing latched, no violation."""
-        return self.latch.marker is None and self.fence.violation is None and self.work_open()
+        """Whether a nudge may follow: work open, nothing latched, no violation, time left."""
+        return (
+            self.latch.marker is None
+            and self.fence.violation is None
+            and self.out_of_time is None
+            and self.work_open()
+        )
+
+    def time_is_up(self, why: str) -> None:
+        """The run's deadline passed: the turn ends now, and the command running with it."""
+        if not self.halt.is_set():
+            self.out_of_time = why
+            self.halt.set()
 
     def nudge(self) -> tuple[str, int]:
         """The continue prompt and how many times it may be sent."""

@@ -150,15 +150,25 @@ class RunSpend:
         used = sum((m.usage(self.model, self.prices) for m in self._meters), Usage())
         return replace(used, wall_seconds=round(time.monotonic() - self.started, 3))
 
+    def time_left(self) -> float | None:
+        """Seconds until the time budget is spent (negative: past it); None without one."""
+        if self.budget.max_seconds is None:
+            return None
+        return self.budget.max_seconds - (time.monotonic() - self.started)
+
+    def out_of_time(self) -> str:
+        """Why the run stops at its deadline."""
+        seconds = time.monotonic() - self.started
+        return f"the time budget ({self.budget.max_seconds:g} s) is spent: {seconds:.0f} s"
+
     def exceeded(self) -> str | None:
         """Why the next model request may not go out, or None while within the budget."""
         budget = self.budget
         turns = sum(meter.turns for meter in self._meters)
         if budget.max_turns is not None and turns >= budget.max_turns:
             return f"the turn budget ({budget.max_turns}) is spent: {turns} model turns"
-        seconds = time.monotonic() - self.started
-        if budget.max_seconds is not None and seconds >= budget.max_seconds:
-            return f"the time budget ({budget.max_seconds:g} s) is spent: {seconds:.0f} s"
+        if (left := self.time_left()) is not None and left <= 0:
+            return self.out_of_time()
         if budget.max_cost is not None:
             costs = [m.usage(self.model, self.prices).cost_usd for m in self._meters]
             if any(cost is None for cost in costs):
