@@ -7,6 +7,7 @@ speed test) and that no process is left: neither pi nor the command the agent st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,7 +49,7 @@ def _commands_in(project: Path) -> list[int]:
 class Run:
     """`wizard run` in a process of its own, on a project with a sleeper script."""
 
-    def __init__(self, tmp_path: Path, url: str, *extra: str) -> None:
+    def __init__(self, tmp_path: Path, url: str, *extra: str, terminal: int | None = None) -> None:
         self.project = email_app(tmp_path / "project")
         self.sleeper = self.project / "sleeper.py"
         self.sleeper.write_text(SLEEPER)
@@ -60,10 +61,18 @@ class Run:
             tmp_path, WIZARD_GATEWAY_URL=url, WIZARD_ENGINE_TIMEOUT="3", TMPDIR=str(self.temp)
         )
         self.started = time.monotonic()
+        # In a terminal (the pty's side `terminal`): the live view, the pty its controlling
+        # terminal, as a shell's window gives it; else the `--ci` lines, on pipes.
+        shown = () if terminal is not None else ("--ci",)
+        streams: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+        if terminal is not None:
+            env["TERM"] = "xterm-256color"
+            streams = {"stdin": terminal, "stdout": terminal, "stderr": terminal,
+                       "start_new_session": True, "preexec_fn": _controlling}  # fmt: skip
         self.process = subprocess.Popen(
             [sys.executable, "-m", "wizard", "run", "transactional-email", "--project",
-             str(self.project), "--ci", "--outcome-json", str(self.outcome_file), *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+             str(self.project), *shown, "--outcome-json", str(self.outcome_file), *extra],
+            text=True, env=env, **streams,
         )  # fmt: skip
 
     def wait_until(self, ready: Any, what: str) -> None:
@@ -97,10 +106,20 @@ class Run:
         return self.process.returncode, json.loads(self.outcome_file.read_text())
 
 
-def _started(tmp_path: Path, gateway_process: Any, during: str) -> tuple[Run, int]:
+def _controlling() -> None:
+    """In the child: its stdin, a pty, is its controlling terminal."""
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _started(
+    tmp_path: Path, gateway_process: Any, during: str, terminal: int | None = None
+) -> tuple[Run, int]:
     """A run under way, streaming or running the agent's command; and pi's pid."""
     url, _ = gateway_process({"responses": [BASH if during == "bash" else STREAMING]})
-    run = Run(tmp_path, url)
+    run = Run(tmp_path, url, terminal=terminal)
     pi = run.pi()
     if during == "bash":
         run.wait_until(lambda: bool(_commands_in(run.project)), "the command start")
@@ -130,6 +149,37 @@ def test_a_signal_to_wizard_ends_the_run_cleanly(
     returncode, outcome = run.finish()
     assert returncode == code
     assert (outcome["status"], outcome["signal"]) == ("cancelled", number)
+
+
+@pytest.mark.parametrize("during", ["streaming", "bash"])
+def test_closing_the_terminal_ends_the_run_as_a_hangup_with_its_outcome(
+    tmp_path: Path, gateway_process: Any, during: str
+) -> None:
+    """The user closes the window wizard runs in: the kernel hangs the terminal up (SIGHUP)
+    and every later write to it fails. It exited 1 with no outcome and temp folders left
+    (the live view wrote to the dead terminal while the run closed); it ends 129, with
+    its outcome written and nothing left."""
+    import pty
+    import threading
+
+    master, slave = pty.openpty()
+    shown = bytearray()
+
+    def drain() -> None:  # the terminal's window: what wizard shows until it is closed
+        with contextlib.suppress(OSError):
+            while chunk := os.read(master, 65536):
+                shown.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        run, _ = _started(tmp_path, gateway_process, during, terminal=slave)
+    finally:
+        os.close(slave)
+    os.close(master)  # the window is closed
+    returncode, outcome = run.finish()
+    assert (returncode, outcome["status"], outcome["signal"]) == (129, "cancelled", 1)
+    assert b"transactional-email" in shown  # it was a live view, in a terminal
 
 
 @pytest.mark.parametrize("during", ["streaming", "bash"])
