@@ -334,7 +334,14 @@ def engines_status() -> None:
     if not pi_engine.pi_files_installed():
         typer.echo(f"pi: not installed (expected {pi_engine.PI_VERSION} in {prefix})")
         typer.echo("    install it with: wizard engines install pi")
-    elif node.startswith("missing"):
+        return
+    try:  # what a run checks before it starts the engine
+        pi_engine.check_unchanged(prefix)
+    except WizardError as exc:
+        typer.echo(f"pi: {pi_engine.PI_VERSION} in {prefix}, not run: {exc.message}")
+        typer.echo(f"    {exc.hint}")
+        raise typer.Exit(1) from exc
+    if node.startswith("missing"):
         typer.echo(f"pi: {pi_engine.PI_VERSION} in {prefix}, but it cannot run without Node.js")
     else:
         typer.echo(f"pi: {pi_engine.PI_VERSION} in {prefix}")

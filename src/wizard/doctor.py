@@ -38,6 +38,10 @@ def _node() -> Check:
 def _pi() -> Check:
     prefix = engine.pi_prefix()
     if engine.pi_files_installed():
+        try:  # what a run checks before it starts the engine
+            engine.check_unchanged(prefix)
+        except WizardError as exc:
+            return Check("pi engine", False, exc.message, exc.hint or "")
         detail = (
             f"{engine.PI_VERSION} with the sandbox runtime {engine.SANDBOX_VERSION}, in {prefix}"
         )

@@ -52,3 +52,29 @@ def test_a_run_refuses_a_changed_engine(
     assert "photon-node/package.json" in result["reason"]
     assert "wizard engines install pi" in run.stdout
     assert list(project.iterdir()) == [project / "mailer.py"], "the run started on a changed engine"
+
+
+def test_doctor_and_engines_status_name_a_changed_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They said "ok" for an engine that `run` refuses: both now make the run's check, name
+    the changed file and the fix, and fail."""
+    engines, state = tmp_path / "engines", tmp_path / "state"
+    copy = engines / pi_prefix().name
+    shutil.copytree(pi_prefix(), copy, symlinks=True)
+    monkeypatch.setenv("WIZARD_STATE_DIR", str(state))
+    check_unchanged(copy)
+    env = wizard_env(tmp_path, WIZARD_ENGINES_DIR=str(engines), WIZARD_STATE_DIR=str(state))
+    for command in (["doctor"], ["engines", "status"]):
+        sound = run_wizard(*command, timeout=60, env=env)
+        assert "changed after wizard installed it" not in sound.stdout, sound.stdout
+    cli = copy / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
+    cli.chmod(0o644)
+    cli.write_text(cli.read_text() + "\n// planted\n")
+    for command in (["doctor"], ["engines", "status"]):
+        changed = run_wizard(*command, timeout=60, env=env)
+        assert changed.returncode == 1, changed.stdout + changed.stderr
+        assert "pi-coding-agent/dist/cli.js); wizard does not run a changed engine" in (
+            changed.stdout.replace("\n", " ")
+        )
+        assert "wizard engines install pi" in changed.stdout
