@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from wizard.cli_options import HarnessOpt, ModelOpt, a_duration, above_zero
-from wizard.cli_refusals import usage_exit
+from wizard.cli_refusals import cancellable, usage_exit
 from wizard.errors import UsageError, WizardError
+from wizard.outcome import EXIT_CANCELLED
 from wizard.runner.harness.registry import HARNESSES, harness_names
 
 if TYPE_CHECKING:
@@ -331,3 +332,13 @@ def _show(burndown: Burndown, as_json: bool) -> None:
     from wizard.ui.fleet import burndown_view
 
     make_console().print(burndown_view(burndown))
+
+
+def _interrupted_before(argv: list[str]) -> int:
+    """Ctrl-C in a fleet command before it follows a fleet (`_interruptible` says what goes on
+    then): one line, no run's cancelled screen (a fleet command runs no program itself)."""
+    typer.echo("\nInterrupted: nothing more was started.", err=True)
+    return EXIT_CANCELLED
+
+
+cancellable(fleet_app, server_app, report=_interrupted_before)

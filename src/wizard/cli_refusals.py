@@ -66,24 +66,29 @@ def interrupted_before_a_command(code: object) -> bool:
     return code == EXIT_CANCELLED and not _began
 
 
-def cancellable(*apps: typer.Typer) -> None:
-    """Make Ctrl-C inside any command of `apps` the cancelled screen (exit 130). A newer Typer
-    turns a KeyboardInterrupt in a command into a bare exit 130 of its own: no screen, no
-    outcome. A command whose run began has its own handling, and returns its own ending."""
+def cancellable(
+    *apps: typer.Typer, report: Callable[[list[str]], int] = cancelled_early
+) -> None:
+    """Make Ctrl-C inside any command of `apps` its `report` (by default the cancelled
+    screen; exit 130). A newer Typer turns a KeyboardInterrupt in a command into a bare exit
+    130 of its own: no screen, no outcome. A command whose run began has its own handling,
+    and returns its own ending, which is then the only one shown."""
     for app in apps:
         for info in app.registered_commands:
             if info.callback is not None:
-                info.callback = _cancelled_on_interrupt(info.callback)
+                info.callback = _cancelled_on_interrupt(info.callback, report)
 
 
-def _cancelled_on_interrupt(command: Callable[..., Any]) -> Callable[..., Any]:
+def _cancelled_on_interrupt(
+    command: Callable[..., Any], report: Callable[[list[str]], int]
+) -> Callable[..., Any]:
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         _began.append(True)
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt:
-            raise typer.Exit(cancelled_early(sys.argv[1:])) from None
+            raise typer.Exit(report(sys.argv[1:])) from None
 
     return run
 
