@@ -66,9 +66,7 @@ def interrupted_before_a_command(code: object) -> bool:
     return code == EXIT_CANCELLED and not _began
 
 
-def cancellable(
-    *apps: typer.Typer, report: Callable[[list[str]], int] = cancelled_early
-) -> None:
+def cancellable(*apps: typer.Typer, report: Callable[[list[str]], int] = cancelled_early) -> None:
     """Make Ctrl-C inside any command of `apps` its `report` (by default the cancelled
     screen; exit 130). A newer Typer turns a KeyboardInterrupt in a command into a bare exit
     130 of its own: no screen, no outcome. A command whose run began has its own handling,

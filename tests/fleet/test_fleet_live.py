@@ -70,7 +70,10 @@ def test_each_repository_ends_as_it_deserves_and_a_rerun_reuses_the_branches(
     assert status["rows"] == first["rows"]
     jsonschema.validate(status, fleet_schema())  # `wizard schema fleet`
 
-    again = _burndown(fleet.wizard(*run))
+    joined = fleet.wizard(*run)  # the same command: the finished fleet, nothing run again
+    assert _burndown(joined)["rows"] == first["rows"]
+    assert "has finished; its burndown follows" in joined.stderr
+    again = _burndown(fleet.wizard(*run, "--fleet", "again"))
     assert _ended(again) == fleet.world.deserves
     for row in again["rows"]:
         if row["status"] == "proven":

@@ -200,3 +200,19 @@ async def test_a_worker_refuses_a_fleet_its_owner_did_not_start(
     assert row.status == "failed" and "will not run it" in row.reason
     assert not world.log.exists()  # no run started
     assert not (world.root / "workspaces").exists()  # nothing cloned
+
+
+async def test_a_finished_fleets_id_is_joined_never_run_again(
+    temporal: Server, world: World
+) -> None:
+    """The same command after a fleet finished (a rejoin after a crash, or a second try) ran
+    every repository again under the same id and overwrote the burndown: it joins the
+    finished fleet, whose burndown comes back at once, and nothing runs."""
+    repos = world.repos({"only": [{"status": "unverified", "reason": "a check failed"}]})
+    spec = _spec(repos)
+    first = await world.fleet(temporal, spec)
+    client = await connect_embedded(temporal, "default")
+    handle, started = await start_fleet(client, spec)
+    assert not started
+    assert await handle.result() == first
+    assert [e["event"] for e in world.events()] == ["start", "end"]

@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 from temporalio.worker import Worker
@@ -49,11 +50,13 @@ async def start_fleet(
     client: Client, spec: FleetSpec
 ) -> tuple[WorkflowHandle[FleetWorkflow, Burndown], bool]:
     """Start `spec`'s fleet, each repository's job sealed with the owner's key (`seal`), or
-    join it if it is running; the handle, and whether it started."""
+    join it if it exists: running, or finished (its id is never reused: a finished fleet's
+    burndown stays what it was, and following it gives that at once); the handle, and
+    whether it started."""
     try:
         handle = await client.start_workflow(
             FleetWorkflow.run, sealed(spec, fleet_key(make=True)), id=spec.fleet_id,
-            task_queue=TASK_QUEUE,
+            task_queue=TASK_QUEUE, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         )  # fmt: skip
         return handle, True
     except WorkflowAlreadyStartedError:
