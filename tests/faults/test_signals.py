@@ -233,6 +233,6 @@ def test_a_signal_stops_every_task_of_an_orchestrated_run(
         "cancelled",
         "orchestrator",
     )
-    # The queue as it ended: both tasks, stopped with the run.
+    # The queue as it ended: both tasks stopped with the run, neither failed.
     tasks = {t["id"]: (t["status"], t["error"]) for t in outcome["tasks"]}
-    assert tasks == {"check": ("failed", "stopped"), "client": ("failed", "stopped")}
+    assert tasks == {"check": ("stopped", "stopped"), "client": ("stopped", "stopped")}

@@ -68,12 +68,12 @@ def test_an_interrupted_orchestrator_run_resumes_without_redoing_finished_tasks(
     run.process.send_signal(signal.SIGTERM)
     code, first = run.finish()
     assert (code, first["status"]) == (143, "cancelled")
-    assert {t["id"]: t["status"] for t in first["tasks"]} == {"check": "done", "client": "failed"}
+    assert {t["id"]: t["status"] for t in first["tasks"]} == {"check": "done", "client": "stopped"}
     # What it ran on and used, and the command that carries it on (they used to be missing).
     assert (first["harness"], first["sequence"]) == ("pi", "orchestrator")
     assert first["usage"] is not None and first["usage"]["model_requests"] >= 2
     assert f"wizard resume {first['run_id']} --project" in first["outro"]["body"]
-    assert "Steps: 1 done, 1 failed." in first["outro"]["body"]
+    assert "Steps: 1 done, 1 stopped." in first["outro"]["body"]
 
     wrote = {"blocks": [WROTE, *email_sent()]}
     later_url, later_log = gateway_process(

@@ -40,6 +40,7 @@ _QUEUE_ICONS = {
     "failed": "✗",
     "not needed": "–",
     "skipped": "⊘",
+    "stopped": "■",
 }
 
 

@@ -134,5 +134,5 @@ async def _stop_running(
         if isinstance(result, AgentResult) and result.error in _RUN_ENDERS:
             stops.append(settle(queue, task_id, result))
         elif queue.get(task_id).status == "running":
-            queue.fail(task_id, TaskError("stopped", "stopped when the run ended"))
+            queue.stop(task_id)
     return [stop for stop in stops if stop is not None]

@@ -17,8 +17,10 @@ from typing import Any, Literal
 
 from wizard.atomic import write_atomically
 
-TaskStatus = Literal["pending", "running", "done", "failed", "not needed", "skipped"]
-TERMINAL: tuple[TaskStatus, ...] = ("done", "failed", "not needed", "skipped")
+TaskStatus = Literal["pending", "running", "done", "failed", "not needed", "skipped", "stopped"]
+# `stopped`: running when the run was interrupted (or ended by another task); not a failure of
+# its own, and `wizard resume` runs it again.
+TERMINAL: tuple[TaskStatus, ...] = ("done", "failed", "not needed", "skipped", "stopped")
 REPORTED: tuple[TaskStatus, ...] = ("done", "failed", "not needed")
 MAX_ATTEMPTS = 2
 MAX_TASKS = 30
@@ -190,6 +192,13 @@ class TaskQueue:
         """Mark a task failed for a reason its agent did not report."""
         task = self._tasks[task_id]
         return self._set(replace(task, status="failed", error=error, finished_at=time.time()), task)
+
+    def stop(self, task_id: str) -> QueuedTask:
+        """Mark a running task stopped with the run: interrupted, not failed."""
+        task = self._tasks[task_id]
+        error = TaskError("stopped", "stopped when the run ended")
+        stopped = replace(task, status="stopped", error=error, finished_at=time.time())
+        return self._set(stopped, task)
 
     def requeue(self, task_id: str) -> QueuedTask:
         """Put a task back to pending for another attempt."""

@@ -200,6 +200,7 @@ class _Orchestrator:
             tasks_failed=count("failed"),
             tasks_not_needed=count("not needed"),
             tasks_skipped=count("skipped"),
+            tasks_stopped=count("stopped"),
             tasks_pending=count("pending", "running"),
             retried_task_count=self.retried,
             total_duration_ms=int((time.monotonic() - self.started) * 1000),
