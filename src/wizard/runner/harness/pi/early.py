@@ -56,10 +56,10 @@ if TYPE_CHECKING:
     import asyncio
 
     from wizard.engines.bundle import NodeBundle
-    from wizard.runner.harness.pi.session import HostProcess
 
 # The host's first line: its engine's files were checked against their install record.
 ENGINE_CHECKED = b'{"engine": "checked"}\n'
+LINE_LIMIT = 1 << 30  # one event line of the host's holds at most one whole assistant message
 _RUNS_PI = frozenset({"run", "skill", "demo"})
 _process: subprocess.Popen[bytes] | None = None
 _folders: tuple[Path, Path] | None = None
@@ -238,11 +238,10 @@ def _load(modules: Sequence[str]) -> None:
             importlib.import_module(name)
 
 
-async def adopt_early_host(engine: NodeBundle) -> HostProcess | None:
+async def adopt_early_host(engine: NodeBundle) -> tuple[PopenProcess, Path, Path] | None:
     """The host started with the process, if it runs `engine` (checked) and waits for its
-    launch; None otherwise (then the caller checks the engine and starts one)."""
-    from wizard.runner.harness.pi.session import HostProcess
-
+    launch: its process and its folders (pi's agent folder, its temp folder), the caller's
+    now; None otherwise (then the caller checks the engine and starts one)."""
     popen, folders, prefix = _taken()
     if popen is None or folders is None or prefix != engine.prefix:
         _end(popen, folders, adopted=False)
@@ -251,7 +250,7 @@ async def adopt_early_host(engine: NodeBundle) -> HostProcess | None:
     # host (a Ctrl-C) ends the host too, and removes its folders, at once (no exit handler
     # knows of them any more).
     try:
-        return HostProcess(engine, await _adopted(popen), *folders)
+        return await _adopted(popen), *folders
     except BaseException:
         _end(popen, folders, adopted=True)
         raise
@@ -357,8 +356,6 @@ async def _exited(pid: int) -> None:
 async def _adopted(popen: subprocess.Popen[bytes]) -> PopenProcess:
     """`popen`'s pipes joined to the running event loop."""
     import asyncio
-
-    from wizard.runner.harness.pi.session import LINE_LIMIT
 
     assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
     loop = asyncio.get_running_loop()

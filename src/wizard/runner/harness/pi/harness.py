@@ -42,8 +42,9 @@ class PiHarness(EngineHarness):
         installed, then start the first session's host; `EngineError` (`EngineChanged`) if
         the engine is not as installed (and then nothing of it runs)."""
         if self._early:  # the host started with the process, on the engine it checked
-            self._host = await adopt_early_host(await asyncio.to_thread(ensure_bundle, progress))
-            if self._host is not None:
+            engine = await asyncio.to_thread(ensure_bundle, progress)
+            if (adopted := await adopt_early_host(engine)) is not None:
+                self._host = HostProcess(engine, *adopted)
                 progress("pi started with wizard: its engine was checked then")
                 return
         engine = await asyncio.to_thread(verified_bundle, progress)

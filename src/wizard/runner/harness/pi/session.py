@@ -44,7 +44,7 @@ from wizard.errors import EngineError
 from wizard.logs import logger
 from wizard.processes import descendants, is_stopped
 from wizard.runner.harness.pi.bridge import HostBridge
-from wizard.runner.harness.pi.early import ENGINE_CHECKED, host_launch, remove_folders
+from wizard.runner.harness.pi.early import ENGINE_CHECKED, LINE_LIMIT, host_launch, remove_folders
 from wizard.runner.harness.types import EngineLaunch, GatewayApi, PromptResult, SessionStats
 from wizard.tools.limits import MAX_TIMEOUT_S, CommandLimits
 from wizard.tools.shell import absent_placeholders, remove_placeholders
@@ -55,7 +55,6 @@ PiEvent = dict[str, Any]
 EventCallback = Callable[[PiEvent], None]
 PROVIDER = "wizard-gateway"
 _STDERR_KEEP = 16_384
-LINE_LIMIT = 1 << 30  # one event line holds at most one whole assistant message
 
 
 def models_json(api: GatewayApi, model: str, url: str, key: str) -> dict[str, Any]:
