@@ -176,9 +176,11 @@ def test_a_run_sandbox_makes_and_removes_its_folders(tmp_path: Path) -> None:
     )
     assert run.policy is not None and run.temp_dir is not None and run.temp_dir.is_dir()
     assert str(run.temp_dir) in run.policy.write
+    assert (run.disk is not None) == bool(run.cgroups)  # the write cap needs the cgroups
     run.close()
     assert not run.temp_dir.exists()
     assert not any(group.exists() for group in run.cgroups)
+    assert run.disk is None or not run.disk._thread.is_alive()
 
 
 def test_the_caps_join_cgroups_or_set_ulimit() -> None:

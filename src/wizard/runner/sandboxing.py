@@ -7,9 +7,11 @@ fence alone, after a loud warning that is also in the outcome.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from wizard.events import EventSink, LogLine
 from wizard.layout import socket_temp_dir, state_root
 from wizard.runlog import log_dir
 from wizard.runner.previewing import Workspace
+from wizard.tools.disk import DiskGuard
 from wizard.tools.limits import CommandLimits
 from wizard.tools.sandbox import (
     SandboxPolicy,
@@ -42,6 +45,7 @@ class RunSandbox:
     policy: SandboxPolicy | None
     temp_dir: Path | None = None
     cgroups: tuple[Path, ...] = ()
+    disk: DiskGuard | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -68,7 +72,8 @@ class RunSandbox:
         # Made now: one a command made on first use would throw its kept sandbox away.
         for cache in private_caches(temp_dir).values():
             cache.mkdir(parents=True)
-        caps = process_cap(run_id, CommandLimits.from_environ(environ).memory_mib)
+        limits = CommandLimits.from_environ(environ)
+        caps = process_cap(run_id, limits.memory_mib)
         if not caps.processes:
             sink(LogLine("the process count of commands is not capped here (root, no cgroup)"))
         if not caps.memory:
@@ -85,11 +90,36 @@ class RunSandbox:
             read_only=tuple(workspace.mounts.values()),
             cap_prefix=caps.prefix,
         )
-        return cls(policy, temp_dir, caps.groups)
+        if not caps.groups:
+            sink(LogLine("what commands write is capped per file here (no cgroup)"))
+            return cls(policy, temp_dir)
+        cap = limits.write_mib << 20
+        disk = DiskGuard((workspace.root, temp_dir), caps.groups, cap, _told(sink))
+        return cls(policy, temp_dir, caps.groups, disk)
 
     def close(self) -> None:
-        """Remove the run's temp folder and cgroup."""
+        """Stop the disk guard; remove the run's temp folder and cgroups."""
+        if self.disk is not None:
+            self.disk.close()
         if self.temp_dir is not None:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
         for group in self.cgroups:
             remove_cgroup(group)
+
+
+def _told(sink: EventSink) -> Callable[[str], None]:
+    """A warning for the run's log and screen, from the disk guard's thread: handed to the
+    run's event loop (the sink is the loop's), or given at once where there is none."""
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+
+    def told(message: str) -> None:
+        if loop is None:
+            sink(LogLine(message, "warning"))
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: the run is over
+                loop.call_soon_threadsafe(sink, LogLine(message, "warning"))
+
+    return told

@@ -6,6 +6,8 @@
   may allocate (`ulimit -d`) everywhere;
 - **file size**: the largest file a command may write (`ulimit -f`), `WIZARD_COMMAND_FILE_SIZE`
   MiB (default 1024); past it the kernel stops the command (SIGXFSZ);
+- **disk**: the run's commands together may grow the disks they write by
+  `WIZARD_COMMAND_WRITE` MiB (default 8192; `tools.disk`), where they are in a cgroup;
 - **time**: a command that names no timeout gets `WIZARD_COMMAND_TIMEOUT` seconds (default
   300), and none may ask for more than `MAX_TIMEOUT_S`; past it, the command and everything it
   started are stopped;
@@ -38,6 +40,8 @@ class CommandLimits:
     memory_mib: int = 4096
     file_mib: int = 1024
     timeout_s: float = 300.0
+    # What the run's commands may fill the disk with, together (`tools.disk`).
+    write_mib: int = 8192
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> CommandLimits:
@@ -46,6 +50,7 @@ class CommandLimits:
         return cls(
             memory_mib=int(_setting(environ, "WIZARD_COMMAND_MEMORY", cls.memory_mib)),
             file_mib=int(_setting(environ, "WIZARD_COMMAND_FILE_SIZE", cls.file_mib)),
+            write_mib=int(_setting(environ, "WIZARD_COMMAND_WRITE", cls.write_mib)),
             timeout_s=min(
                 _setting(environ, "WIZARD_COMMAND_TIMEOUT", cls.timeout_s), MAX_TIMEOUT_S
             ),
@@ -75,7 +80,8 @@ class CommandLimits:
             {"text": "File too large", "note": stopped},  # a program that ignores SIGXFSZ
         ]
         killed = f"(The command was killed: it may have used more than the {self.memory_mib} MiB "
-        killed += "of memory a command's processes may use together.)"
+        killed += "of memory a command's processes may use together, or the run's commands "
+        killed += f"more than the {self.write_mib} MiB of disk they may write.)"
         rules += [{"text": text, "note": failed} for text in _OUT_OF_MEMORY]
         return [*rules, {"exit": SIGKILL_EXIT, "note": killed}]
 
