@@ -19,16 +19,30 @@ import sys
 
 import psutil
 
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 
 
 def become_subreaper() -> bool:
     """Adopt the orphans of this process's descendants (Linux); whether it worked."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def close_own_process() -> bool:
+    """Make this process's memory and environment (the gateway key, where it came from the
+    environment) unreadable to the user's other processes: not dumpable, its `/proc` files
+    are root's (Linux; exec resets it in the processes it starts). For a run without the
+    sandbox, whose commands run as the user in wizard's own PID namespace: root's commands
+    can still read them. Whether it worked."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

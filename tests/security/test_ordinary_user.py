@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -150,3 +151,57 @@ async def test_an_ordinary_users_run_holds_the_same_boundary(
     assert all(f"{path} BLOCKED" in last for path in outside)
     after = {k: v for k, v in world.state().items() if "/.state" not in k and "/.logs" not in k}
     assert after == before, "something outside the project changed"
+
+
+# Reads the environment of every process it may (wizard's, its engine's, their children's)
+# for the gateway key; says how many it read, so a probe that can read nothing proves nothing.
+ENVIRONS = """import os
+key, read, found = open("key.txt").read().strip(), 0, []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        environ = open(f"/proc/{pid}/environ", "rb").read()
+    except OSError:
+        continue
+    read += 1
+    if key.encode() in environ:
+        found.append(pid)
+print("ENVIRONS-READ", read, "KEY-IN", found)
+"""
+
+
+@pytest.mark.parametrize("harness", ["pi", "anthropic"])
+async def test_without_the_sandbox_no_command_reads_the_key_from_wizards_environment(
+    nobody_world: tuple[World, Path], harness: str
+) -> None:
+    """`--no-sandbox`: a command runs as the user in wizard's PID namespace, and read the
+    gateway key from `/proc/<wizard>/environ`. wizard's own process is not dumpable then:
+    its `/proc` files are root's, and the key is in no process the command can read."""
+    if harness == "anthropic":
+        pytest.importorskip("claude_agent_sdk")
+    world, engines = nobody_world
+    key = world.canaries["gateway-key"]
+    tool = (lambda name: name) if harness == "pi" else (lambda name: f"mcp__wizard__{name}")
+    scenario = {
+        "responses": [
+            reply(call(tool("write"), path="environs.py", content=ENVIRONS)),
+            reply(call(tool("write"), path="key.txt", content=key + "\n")),
+            reply(call(tool("bash"), command="python3 environs.py")),
+            *SET_UP,
+        ]
+    }
+    home = world.home
+    async with ScriptedGateway(scenario) as gateway:
+        env = {
+            "PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": _python_path(),
+            "WIZARD_GATEWAY_URL": gateway.url, "WIZARD_GATEWAY_KEY": key,
+            "WIZARD_ENGINES_DIR": str(engines), "WIZARD_STATE_DIR": str(home / ".state"),
+            "WIZARD_LOG_DIR": str(home / ".logs"), "WIZARD_TELEMETRY": "0", "NO_COLOR": "1",
+        }  # fmt: skip
+        argv = [str(SYSTEM_PYTHON), "-m", "wizard", "run", "transactional-email", "--project",
+                str(world.project), "--ci", "--no-sandbox", "--harness", harness]  # fmt: skip
+        await asyncio.to_thread(_as_nobody, *argv, env=env)
+    said = re.findall(r"ENVIRONS-READ (\d+) KEY-IN (\[[^\]]*\])", str(gateway.requests[-1].body))
+    assert said, str(gateway.requests[-1].body)[-2000:]
+    read, found = said[-1]
+    # It read environments (its own, its shell's, the engine's): none held the key.
+    assert int(read) >= 2 and found == "[]", said

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from wizard.events import EventSink, LogLine
 from wizard.layout import socket_temp_dir, state_root
+from wizard.processes import close_own_process
 from wizard.runlog import log_dir
 from wizard.runner.previewing import Workspace
 from wizard.tools.disk import DiskGuard
@@ -66,6 +67,7 @@ class RunSandbox:
         """Check the sandbox can run and build its policy; a `UsageError` naming the fix."""
         if not sandbox_enabled(environ, off):
             sink(LogLine(NO_SANDBOX_WARNING, "warning"))
+            close_own_process()  # its commands share wizard's PID namespace: not its memory
             return cls(None)
         check_sandbox()
         temp_dir = Path(tempfile.mkdtemp(prefix=f"wizard-run-{run_id}-", dir=socket_temp_dir()))
