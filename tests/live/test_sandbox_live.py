@@ -303,6 +303,43 @@ async def test_a_commands_processes_share_one_memory_limit_tmpfs_included(tmp_pa
             remove_cgroup(group)
 
 
+async def test_pis_commands_share_the_memory_limit_too(tmp_path: Path, home: Path) -> None:
+    """The same limit on pi's commands (its host starts each with the policy's prefix): a
+    command that fills a tmpfs past it, each write under the per-process limit, is
+    stopped, and the model is told why."""
+    caps = process_cap("live-memory-pi", 200)
+    if not caps.memory:
+        pytest.skip("no memory cgroup may be made here; memory is held per process")
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "run-tmp").mkdir()
+    environ = {"PATH": os.environ["PATH"], "WIZARD_COMMAND_MEMORY": "200"}
+    policy = build_policy(project, tmp_path / "run-tmp", environ=environ, cap_prefix=caps.prefix)
+    fill = (
+        "with open('/dev/shm/fill', 'wb') as out:\n"
+        "    for _ in range(30):\n"
+        "        out.write(bytes(10 << 20))\n"
+        "print('FILLED-' + 'ALL')\n"
+    )
+    scenario = {
+        "responses": [
+            {"blocks": [call("write", path="fill.py", content=fill)]},
+            {"blocks": [call("bash", command="python3 fill.py")]},
+            {"blocks": [{"text": "Done."}]},
+            {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
+        ]
+    }
+    try:
+        live = await run_live(project, scenario, sandbox=policy)
+    finally:
+        for group in caps.groups:
+            remove_cgroup(group)
+    results = _tool_results(live)
+    assert "FILLED-ALL" not in results, results  # the tmpfs never held the 300 MiB
+    assert "may have used more than the 200 MiB" in results, results
+    live.assert_no_process_left()
+
+
 async def test_a_runtime_that_does_not_start_fails_each_command_with_its_reason(
     tmp_path: Path,
 ) -> None:
