@@ -326,7 +326,8 @@ def engines_status() -> None:
     from wizard.engines import bundle as pi_engine
 
     try:
-        node = str(pi_engine.find_node())
+        found = pi_engine.node_runtime()
+        node = f"{found.path} ({found.version}, {found.why})"
     except WizardError as exc:
         node = f"missing ({exc.message})"
     typer.echo(f"node: {node}")

