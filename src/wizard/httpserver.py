@@ -149,3 +149,13 @@ class HttpConnection:
             self.writer.write(data)
             self.bytes_sent += len(data)
             await self.writer.drain()
+
+
+async def stop_serving(server: asyncio.AbstractServer | None, wait_s: float | None = None) -> None:
+    """Stop `server` listening and wait, `wait_s` at most, for it to close: what goes wrong
+    in that wait is of no account once the server is closing."""
+    if server is None:
+        return
+    server.close()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(server.wait_closed(), wait_s)

@@ -49,7 +49,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from wizard.errors import ConfigError
-from wizard.httpserver import BadRequest, HttpConnection, NotAdmitted, Request
+from wizard.httpserver import BadRequest, HttpConnection, NotAdmitted, Request, stop_serving
 from wizard.logs import logger
 from wizard.runner.harness.types import CA_FIX
 from wizard.runner.harness.usage import RunSpend, UsageMeter
@@ -241,10 +241,7 @@ class GatewayProxy:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+        await stop_serving(self._server)
         if self._client_made is not None:  # never needed, or failed (a request said so)
             self._client_made.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

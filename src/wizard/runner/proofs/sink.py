@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import h11
 
+from wizard.httpserver import stop_serving
+
 MAX_BODY_BYTES = 1_000_000
 # What the sink keeps of a probe at most: a probe that floods it (the app's code runs in it)
 # is answered still, and what is past these bounds is not kept (it proves nothing).
@@ -55,10 +57,7 @@ class ProbeSink:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
+        await stop_serving(self._server, 2)
         self.socket.unlink(missing_ok=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

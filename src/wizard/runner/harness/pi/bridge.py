@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from wizard.httpserver import stop_serving
 from wizard.layout import socket_temp_dir
 from wizard.logs import logger
 from wizard.runner.harness.gate import ToolGate
@@ -75,10 +76,7 @@ class HostBridge:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+        await stop_serving(self._server)
         if self._dir is not None:
             self.socket_path.unlink(missing_ok=True)
             with contextlib.suppress(OSError):
