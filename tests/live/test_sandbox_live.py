@@ -27,13 +27,37 @@ from tests.live.conftest import LiveRun, run_live
 from wizard.engines import bundle as engine
 from wizard.runner.proofs.sink import ProbeSink
 from wizard.testing.script import call
-from wizard.tools.sandbox import MAX_PROCESSES, build_policy, process_cap, remove_cgroup
+from wizard.tools.sandbox import (
+    MAX_PROCESSES,
+    CommandCaps,
+    SandboxPolicy,
+    build_policy,
+    process_cap,
+    remove_cgroup,
+)
 from wizard.tools.shell import SandboxedShell, shell_tool
 
 pytestmark = pytest.mark.live
 
 ENV_SECRET = "ENV-SECRET-4711"
 SSH_SECRET = "SSH-SECRET-0815"
+
+
+@contextlib.contextmanager
+def _caps(run_id: str, memory_mib: int | None = None) -> Iterator[CommandCaps]:
+    """The caps of a run's commands (`process_cap`), their cgroups removed at the end; a skip
+    where what the test needs cannot be capped here (the memory of processes together, when
+    it asks for it; else their count)."""
+    caps = process_cap(run_id, memory_mib)
+    try:
+        if memory_mib is not None and not caps.memory:
+            pytest.skip("no memory cgroup may be made here; memory is held per process")
+        if not caps.processes:
+            pytest.skip("no way to cap processes here (root without a writable cgroup)")
+        yield caps
+    finally:
+        for group in caps.groups:
+            remove_cgroup(group)
 
 
 def _report(name: str, body: str) -> str:
@@ -129,10 +153,6 @@ async def test_scripts_the_agent_writes_are_held_in_the_sandbox(
     outside = tmp_path / "outside"
     outside.mkdir()
     (project / "out").symlink_to(outside)
-    caps = process_cap("live-sandbox")
-    if not caps.processes:
-        pytest.skip("no way to cap processes here (root without a writable cgroup)")
-    policy = build_policy(project, tmp_path / "run-tmp", cap_prefix=caps.prefix)
     (tmp_path / "run-tmp").mkdir()
     runs = [
         "python3 env.py", "python3 nested.py", "python3 ssh.py", "python3 escape.py",
@@ -147,11 +167,9 @@ async def test_scripts_the_agent_writes_are_held_in_the_sandbox(
             {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
         ]
     }
-    try:
+    with _caps("live-sandbox") as caps:
+        policy = build_policy(project, tmp_path / "run-tmp", cap_prefix=caps.prefix)
         live = await run_live(project, scenario, sandbox=policy)
-    finally:
-        for group in caps.groups:
-            remove_cgroup(group)
     assert live.result.ok, live.result
     results, sent = _tool_results(live), _everything_sent(live)
     for case in ("env", "nested", "ssh", "escape", "net", "node", "npm", "fork"):
@@ -275,17 +293,13 @@ async def test_a_commands_processes_share_one_memory_limit_tmpfs_included(tmp_pa
     runs. (Where wizard may make no cgroup, memory is held per process only.)"""
     installed = engine.installed_bundle()
     assert installed is not None
-    caps = process_cap("live-memory", 200)
-    if not caps.memory:
-        pytest.skip("no memory cgroup may be made here; memory is held per process")
     project = tmp_path / "project"
     project.mkdir()
     for folder in ("run-tmp", "private"):
         (tmp_path / folder).mkdir()
-    environ = {"PATH": os.environ["PATH"], "WIZARD_COMMAND_MEMORY": "200"}
-    policy = build_policy(project, tmp_path / "run-tmp", environ=environ, cap_prefix=caps.prefix)
-    shell = SandboxedShell.build(policy, installed, tmp_path / "private")
-    try:
+    with _caps("live-memory", 200) as caps:
+        policy = _memory_policy(project, tmp_path, caps)
+        shell = SandboxedShell.build(policy, installed, tmp_path / "private")
         async with shell.wrapping(project) as started:
             bash = shell_tool(project, started)
             run = lambda command: bash.handler({"command": command, "timeout": 60})  # noqa: E731
@@ -298,23 +312,21 @@ async def test_a_commands_processes_share_one_memory_limit_tmpfs_included(tmp_pa
             filled = await run(f"{fill}; ls -s /dev/shm/fill")
             assert "FILLED" not in filled.text, filled.text
             assert "may have used more than the 200 MiB" in filled.text, filled.text
-    finally:
-        for group in caps.groups:
-            remove_cgroup(group)
+
+
+def _memory_policy(project: Path, tmp_path: Path, caps: CommandCaps) -> SandboxPolicy:
+    """The policy of a run whose commands may use 200 MiB, joining `caps`' cgroups."""
+    environ = {"PATH": os.environ["PATH"], "WIZARD_COMMAND_MEMORY": "200"}
+    return build_policy(project, tmp_path / "run-tmp", environ=environ, cap_prefix=caps.prefix)
 
 
 async def test_pis_commands_share_the_memory_limit_too(tmp_path: Path, home: Path) -> None:
     """The same limit on pi's commands (its host starts each with the policy's prefix): a
     command that fills a tmpfs past it, each write under the per-process limit, is
     stopped, and the model is told why."""
-    caps = process_cap("live-memory-pi", 200)
-    if not caps.memory:
-        pytest.skip("no memory cgroup may be made here; memory is held per process")
     project = tmp_path / "project"
     project.mkdir()
     (tmp_path / "run-tmp").mkdir()
-    environ = {"PATH": os.environ["PATH"], "WIZARD_COMMAND_MEMORY": "200"}
-    policy = build_policy(project, tmp_path / "run-tmp", environ=environ, cap_prefix=caps.prefix)
     fill = (
         "with open('/dev/shm/fill', 'wb') as out:\n"
         "    for _ in range(30):\n"
@@ -329,11 +341,8 @@ async def test_pis_commands_share_the_memory_limit_too(tmp_path: Path, home: Pat
             {"blocks": [{"text": "[WIZARD-REMARK] none"}]},
         ]
     }
-    try:
-        live = await run_live(project, scenario, sandbox=policy)
-    finally:
-        for group in caps.groups:
-            remove_cgroup(group)
+    with _caps("live-memory-pi", 200) as caps:
+        live = await run_live(project, scenario, sandbox=_memory_policy(project, tmp_path, caps))
     results = _tool_results(live)
     assert "FILLED-ALL" not in results, results  # the tmpfs never held the 300 MiB
     assert "may have used more than the 200 MiB" in results, results

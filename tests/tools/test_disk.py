@@ -28,40 +28,37 @@ def test_the_growth_of_a_disk_is_seen_as_it_is_written(tmp_path: Path) -> None:
     assert used_bytes([tmp_path, tmp_path]) - before >= 24 << 20  # one disk, counted once
 
 
-def test_a_command_past_the_write_cap_is_killed_and_the_run_is_told(tmp_path: Path) -> None:
-    caps = process_cap("disk-test")
+def _write_capped(
+    tmp_path: Path, chunks: int, cap: int
+) -> tuple[subprocess.CompletedProcess[str], DiskGuard, list[str], Path]:
+    """Write `chunks` of 16 MiB in a command of the run's cgroups, with the guard at `cap`
+    bytes: how the command ended, the guard, what it told, and the file written."""
+    caps = process_cap(f"disk-test-{chunks}")
     if not caps.groups:
         pytest.skip("no cgroup may be made here: what commands write is capped per file only")
     told: list[str] = []
-    guard = DiskGuard([tmp_path], caps.groups, 64 << 20, told.append)
+    guard = DiskGuard([tmp_path], caps.groups, cap, told.append)
+    written = tmp_path / "written"
     try:
         script = tmp_path / "writer.py"
-        script.write_text(WRITER)
-        command = f"{caps.prefix}exec {sys.executable} {script} {tmp_path / 'big'}"
+        script.write_text(WRITER.replace("range(128)", f"range({chunks})"))
+        command = f"{caps.prefix}exec {sys.executable} {script} {written}"
         done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
     finally:
         guard.close()
         for group in caps.groups:
             remove_cgroup(group)
+    return done, guard, told, written
+
+
+def test_a_command_past_the_write_cap_is_killed_and_the_run_is_told(tmp_path: Path) -> None:
+    done, guard, told, written = _write_capped(tmp_path, 128, 64 << 20)
     assert done.returncode == -9 and "WROTE-ALL" not in done.stdout
-    assert (tmp_path / "big").stat().st_size < 1 << 30
+    assert written.stat().st_size < 1 << 30
     assert len(told) == 1 and "past the 64 MiB they may write (WIZARD_COMMAND_WRITE)" in told[0]
     assert guard.stopped >= 1
 
 
 def test_under_the_cap_nothing_is_killed(tmp_path: Path) -> None:
-    caps = process_cap("disk-test-under")
-    if not caps.groups:
-        pytest.skip("no cgroup may be made here")
-    told: list[str] = []
-    guard = DiskGuard([tmp_path], caps.groups, 1 << 40, told.append)
-    try:
-        script = tmp_path / "writer.py"
-        script.write_text(WRITER.replace("range(128)", "range(4)"))
-        command = f"{caps.prefix}exec {sys.executable} {script} {tmp_path / 'small'}"
-        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
-    finally:
-        guard.close()
-        for group in caps.groups:
-            remove_cgroup(group)
+    done, _, told, _ = _write_capped(tmp_path, 4, 1 << 40)
     assert (done.returncode, done.stdout.strip(), told) == (0, "WROTE-ALL", [])
