@@ -6,6 +6,7 @@ path and server, in several shapes, pass."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,82 @@ def test_a_client_recorded_while_the_app_still_sends_through_flask_mail_fails(
     claim = _claim(code, "posthog_email", "send_email")
     assert isinstance(claim, Finding) and claim.status == "failed"
     assert "it is not called where the app sent before the run" in claim.text
+
+
+CLASS_CLIENT = (
+    "import urllib.request\n\n\nclass EmailClient:\n"
+    "    def send(self, to, subject, body):\n        pass\n"
+)
+FLASK_MAIL = "from flask_mail import Mail\nmail = Mail()\n"
+
+
+def _sent_through(client: str, call: str) -> Callable[[str], str]:
+    """app.py's Flask-Mail send replaced by `call`, of a name imported as `client` says."""
+
+    def edit(text: str) -> str:
+        text = replacing(FLASK_SEND, f"    {call}(email_data['to'], 'Hi', email_data['body'])\n")(
+            text
+        )
+        return replacing(IMPORTED, f"{IMPORTED}{client}\n")(text)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edits", "left"),
+    [
+        # A client class the run added, called where Flask-Mail sent: its `send` is not
+        # Flask-Mail's, though app.py still imports flask_mail.
+        ({"posthog_email.py": CLASS_CLIENT,
+          "app.py": _sent_through("from posthog_email import EmailClient", "EmailClient().send")},
+         []),
+        # The same client under another name, and a module of the app that no longer sends
+        # through Flask-Mail, imported whole.
+        ({"posthog_email.py": CLASS_CLIENT, "app.py": _sent_through(
+            "from posthog_email import EmailClient as Client", "Client().send")}, []),
+        ({"mailer.py": "def send(to, subject, body):\n    pass\n",
+          "app.py": _sent_through("import mailer", "mailer.send")}, []),
+        # Flask-Mail's `mail` moved into an app module (or re-exported through a second one)
+        # and still sending: named.
+        ({"extensions.py": FLASK_MAIL, "app.py": _sent_through("from extensions import mail",
+                                                                "mail.send")},
+         ["app.py:38 mail.send"]),
+        ({"extensions.py": FLASK_MAIL, "helpers.py": "from extensions import mail\n",
+          "app.py": _sent_through("from helpers import mail as m", "m.send")},
+         ["app.py:38 m.send"]),
+        # A module named like the client that still uses Flask-Mail.
+        ({"posthog_email.py": "from flask_mail import Message\n" + CLASS_CLIENT,
+          "app.py": _sent_through("from posthog_email import EmailClient", "EmailClient().send")},
+         ["app.py:38 EmailClient().send"]),
+    ],
+)  # fmt: skip
+def test_a_send_is_the_old_way_only_when_its_name_comes_from_the_old_way(
+    tmp_path: Path, edits: dict[str, object], left: list[str]
+) -> None:
+    code = after_run(tmp_path, FLASK, edits)  # type: ignore[arg-type]
+    assert calls_left(code, SEND.replaces) == left
+    if not left:
+        assert _claim(code, "app", "send_async_email") == (
+            "app:send_async_email is a function the app had before the run"
+        )
+
+
+@pytest.mark.parametrize(
+    ("client", "left"),
+    [("export const mailer = { sendMail: async (o: object) => o };\n", False),
+     ('import nodemailer from "nodemailer";\n'
+      "export const mailer = nodemailer.createTransport({});\n", True)],
+)  # fmt: skip
+def test_a_typescript_send_is_the_old_way_when_its_module_uses_nodemailer(
+    tmp_path: Path, client: str, left: bool
+) -> None:
+    """contact.ts keeps importing nodemailer but sends through `mailer` from a module."""
+    edit = replacing("transporter.sendMail(", "mailer.sendMail(")
+    contact = lambda text: 'import { mailer } from "../mailer";\n' + edit(text)  # noqa: E731
+    code = after_run(tmp_path, "typescript-node-starter",
+                     {"src/mailer.ts": client, "src/controllers/contact.ts": contact})  # fmt: skip
+    named = [line for line in calls_left(code, SEND.replaces) if "mailer.sendMail" in line]
+    assert named == (["src/controllers/contact.ts:47 mailer.sendMail"] if left else [])
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,13 @@ from wizard.programs.types import CallPattern
 from wizard.runner.proofs.codebase import CALLS, Codebase, Source, callee, is_test, nodes, text
 from wizard.runner.proofs.finding import Finding, failed, not_run
 from wizard.runner.proofs.reach import (
+    Imported,
     calls,
     compiled_from,
     declared_entries,
     defines,
+    import_bindings,
+    import_files,
     import_names,
     imported,
     js_file,
@@ -123,12 +126,44 @@ def _calls_of(code: Codebase, patterns: Sequence[CallPattern]) -> Iterator[tuple
         if is_test(source.path):
             continue
         names = set(import_names(source))
+        bound = import_bindings(source)
         for pattern in patterns:
             if pattern.modules and not any(_imports(names, module) for module in pattern.modules):
                 continue
             for node in nodes(source.root):
-                if node.type in CALLS and callee(node).rsplit(".", 1)[-1] in pattern.names:
+                name = callee(node)
+                if (node.type in CALLS and name.rsplit(".", 1)[-1] in pattern.names
+                        and _may_be(pattern, bound.get(_root(name)), source, code)):  # fmt: skip
                     yield source, node
+
+
+def _root(chain: str) -> str:
+    """The name an attribute chain starts from (`EmailClient().send` → `EmailClient`)."""
+    found = re.match(r"[\w$]+", chain)
+    return found.group() if found else ""
+
+
+def _may_be(
+    pattern: CallPattern, bound: Imported | None, source: Source, code: Codebase, depth: int = 0
+) -> bool:
+    """Whether a call whose chain starts from a name `source` imports (`bound`; None: a name
+    it does not import, such as `mail = Mail(app)`) may be one `pattern` names. It may not
+    when the name comes from where the pattern's modules are not used: another package, or
+    an app file that defines it (or imports it from such a place) without importing them."""
+    if bound is None or not pattern.modules:
+        return True
+    if any(_imports(set(bound.modules), module) for module in pattern.modules):
+        return True
+    for path in {found for module in bound.modules for found in import_files(module, source, code)}:
+        if (held := code.source(path)) is None:
+            continue
+        again = import_bindings(held).get(bound.name)
+        if again is not None and depth < 4:  # re-exported: follow it
+            if _may_be(pattern, again, held, code, depth + 1):
+                return True
+        elif any(_imports(set(import_names(held)), module) for module in pattern.modules):
+            return True
+    return False
 
 
 def _imports(names: set[str], module: str) -> bool:

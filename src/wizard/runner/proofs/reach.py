@@ -17,7 +17,7 @@ import posixpath
 import re
 import tomllib
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wizard.runner.proofs.codebase import CALLS, Codebase, Source, nodes, text
 
@@ -39,8 +39,7 @@ def imported(source: Source, code: Codebase) -> set[str]:
     """The app files `source` imports."""
     found: set[str] = set()
     for name in import_names(source):
-        found.update(_python_files(name, source.path, code) if source.python
-                     else _js_files(name, source.path, code))  # fmt: skip
+        found.update(import_files(name, source, code))
     found.discard(source.path)
     return found
 
@@ -72,6 +71,83 @@ def _python_imports(source: Source) -> Iterator[str]:
             yield module
             for child in node.children_by_field_name("name"):
                 yield f"{module}{'' if module.endswith('.') else '.'}{text(_imported_name(child))}"
+
+
+class Imported(NamedTuple):
+    """What a name bound by an import is: `name` as its module has it, from one of `modules`
+    (as written)."""
+
+    name: str
+    modules: tuple[str, ...]
+
+
+def import_bindings(source: Source) -> dict[str, Imported]:
+    """The names `source` binds by importing: `import a.b as c` binds `c` to the module
+    `a.b`; `from m import x as y` binds `y` to `x` of `m` or the module `m.x` (a name
+    imported from a package may be its module); `import {x} from "./m"` and
+    `const {x} = require("./m")` bind `x` to `x` of `./m`."""
+    found: dict[str, Imported] = {}
+    for node in nodes(source.root):
+        if node.type == "import_statement" and source.python:
+            for child in node.named_children:
+                module = text(_imported_name(child))
+                found[_alias(child) or module.split(".")[0]] = Imported(module, (module,))
+        elif node.type == "import_from_statement":
+            module = text(node.child_by_field_name("module_name"))
+            joined = "" if module.endswith(".") else "."
+            for child in node.children_by_field_name("name"):
+                name = text(_imported_name(child))
+                found[_alias(child) or name] = Imported(name, (module, f"{module}{joined}{name}"))
+        elif node.type == "import_statement":
+            specifier = _string(node.child_by_field_name("source") or node)
+            found.update((name, Imported(original, (specifier,))) for name, original in
+                         _js_bound(node))  # fmt: skip
+        elif node.type == "variable_declarator" and (required := _required(node)) is not None:
+            found.update((name, Imported(original, (required,))) for name, original in
+                         _js_bound(node.child_by_field_name("name") or node))  # fmt: skip
+    return found
+
+
+def _alias(node: Node) -> str:
+    return text(node.child_by_field_name("alias")) if node.type == "aliased_import" else ""
+
+
+def _required(declarator: Node) -> str | None:
+    """What `const ... = require("m")` requires (None: not a require)."""
+    value = declarator.child_by_field_name("value")
+    if value is None or value.type not in CALLS:
+        return None
+    arguments = value.child_by_field_name("arguments")
+    first = arguments.named_children[:1] if arguments is not None else []
+    named = text(value.child_by_field_name("function")) == "require"
+    return _string(first[0]) if named and first and first[0].type == "string" else None
+
+
+# What a bare name in a JavaScript import or `require` pattern is in its module, by where
+# it stands (None: the same name).
+_JS_BINDERS = {"import_clause": "default", "namespace_import": "*", "variable_declarator": "*",
+               "object_pattern": None}  # fmt: skip
+
+
+def _js_bound(node: Node) -> Iterator[tuple[str, str]]:
+    """The local names an import clause or a `require` pattern binds, each with its name in
+    its module."""
+    for child in nodes(node):
+        if child.type == "import_specifier":
+            name = text(child.child_by_field_name("name"))
+            yield text(child.child_by_field_name("alias")) or name, name
+        elif child.type == "pair_pattern":
+            yield text(child.child_by_field_name("value")), text(child.child_by_field_name("key"))
+        elif (child.type in ("identifier", "shorthand_property_identifier_pattern")
+              and child.parent is not None and child.parent.type in _JS_BINDERS):  # fmt: skip
+            yield text(child), _JS_BINDERS[child.parent.type] or text(child)
+
+
+def import_files(name: str, source: Source, code: Codebase) -> set[str]:
+    """The app files an import of `name`, as written in `source`, may load."""
+    if source.python:
+        return _python_files(name, source.path, code)
+    return _js_files(name, source.path, code)
 
 
 def _imported_name(node: Node) -> Node | None:
