@@ -27,13 +27,12 @@ from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
 from wizard.listings import discard_ahead
 from wizard.names import shown
-from wizard.outcome import AgentErrorType, Outcome, Outro, Usage
+from wizard.outcome import AgentErrorType, Outcome, Outro, Tally
 from wizard.processes import become_subreaper, stop_descendants
-from wizard.programs.types import ProgramBinding, ProgramConfig
+from wizard.programs.types import ProgramConfig
 from wizard.runlog import RunLog
 from wizard.runner import run_program
 from wizard.runner.plan import RunFlags, plan_run, preview_wanted
-from wizard.runner.sequence.orchestrator.sequence import saved_tasks
 from wizard.tools.paths import is_env_name
 from wizard.ui.ci import CiOutput
 from wizard.ui.console import make_console
@@ -103,13 +102,6 @@ def with_journal(outcome: Outcome, project: Path) -> Outcome:
     warnings = (*outcome.warnings, wrote_code(code, outcome.run_id)) if code else outcome.warnings
     if any(PurePosixPath(repo).name != ".git" for repo in record.repos_added):
         warnings = (*warnings, BARE_REPOSITORIES)  # one git finds by its shape
-    if outcome.status == "cancelled":  # interrupted: what it ran on and used, from its record
-        outcome = replace(
-            outcome,
-            harness=outcome.harness or record.harness,
-            sequence=outcome.sequence or record.sequence,
-            usage=outcome.usage or (Usage(**record.usage) if record.usage else None),
-        )
     return replace(
         outcome,
         warnings=warnings,
@@ -188,19 +180,15 @@ def with_patch(outcome: Outcome, project: Path, path: Path) -> Outcome:
     return replace(outcome, warnings=(*outcome.warnings, *notes))
 
 
-def cancelled_outcome(
-    program: ProgramConfig, binding: ProgramBinding, by: int = signal.SIGINT
-) -> Outcome:
-    """The outcome of a run the user (or a signal `by`) interrupted."""
+def cancelled_outcome(tally: Tally, program: ProgramConfig, by: int = signal.SIGINT) -> Outcome:
+    """The outcome of a run the user (or a signal `by`) interrupted: what it did so far."""
     outro = Outro(
         "cancel",
         f"{program.label} cancelled",
         "The run was interrupted and nothing more will run. Files the agent already changed "
         "stay as they are.",
     )
-    return Outcome(
-        "cancelled", program.id, binding.harness, binding.sequence, outro=outro, signal=by
-    )
+    return tally.outcome("cancelled", program.id, outro=outro, signal=by)
 
 
 @contextmanager
@@ -271,16 +259,19 @@ def launch(
             stack.callback(live.close)
         ask = live.ask if live is not None else None
 
+        tally = Tally()  # what the run did so far; what it runs on, as asked until it begins
+        tally.add(run_id=run_id, harness=flags.binding.harness, sequence=flags.binding.sequence)
+
         async def run(extra: Mapping[str, str]) -> Outcome:
             plan = plan_run(program, flags, {**environ, **extra})
-            return await run_program(plan, bus, ask=ask, run_id=run_id)
+            return await run_program(plan, bus, ask=ask, run_id=run_id, tally=tally)
 
-        outcome = _run_to_the_end(program, flags, run, services)
+        outcome = _run_to_the_end(program, flags, run, services, tally)
         discard_ahead()  # wizard's own, if the run never took it
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
-    if outcome.status == "cancelled" and not outcome.tasks:  # interrupted: the queue on disk
-        outcome = resumable(replace(outcome, tasks=saved_tasks(run_id)), run_id, flags.project)
+    if outcome.status == "cancelled":
+        outcome = resumable(outcome, run_id, flags.project)
     outcome = with_journal(replace(outcome, run_id=run_id), flags.project)
     if screen.patch_out is not None and outcome.preview:
         outcome = with_patch(outcome, flags.project, screen.patch_out)
@@ -308,14 +299,17 @@ def _run_to_the_end(
     flags: RunFlags,
     run: Callable[[Mapping[str, str]], Awaitable[Outcome]],
     services: Services | None,
+    tally: Tally,
 ) -> Outcome:
-    """Run in an event loop; Ctrl-C, SIGTERM and SIGHUP end it with a clean teardown."""
+    """Run in an event loop; Ctrl-C, SIGTERM and SIGHUP end it with a clean teardown, and
+    its outcome made from what the run did so far (`tally`)."""
     become_subreaper()
     caught: list[int] = []
     try:
         return asyncio.run(_run(run, services, caught))
     except (KeyboardInterrupt, asyncio.CancelledError):
-        return cancelled_outcome(program, flags.binding, caught[0] if caught else signal.SIGINT)
+        by = caught[0] if caught else signal.SIGINT
+        return cancelled_outcome(tally, program, by)
 
 
 async def _run(

@@ -240,6 +240,30 @@ class Outcome:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
 
+class Tally:
+    """A run's outcome as far as the run has got: each stage adds its part as it learns it
+    (the run: what it runs on; an orchestrator: its tasks and what they used), and whatever
+    ends the run (its own ending, a signal, Ctrl-C) makes its outcome from here, so no ending
+    loses what the run did."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, Any] = {}
+
+    def add(self, **parts: Any) -> dict[str, Any]:
+        """Add `parts` (fields of `Outcome`); they are returned."""
+        unknown = set(parts) - _FIELDS
+        assert not unknown, f"not fields of an outcome: {unknown}"
+        self.parts.update(parts)
+        return parts
+
+    def outcome(self, status: OutcomeStatus, program: str, **ending: Any) -> Outcome:
+        """The run's outcome, ended with `status` and `ending`'s fields."""
+        return Outcome(status=status, program=program, **{**self.parts, **ending})
+
+
+_FIELDS = frozenset(f.name for f in fields(Outcome))
+
+
 EXIT_SUCCEEDED = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wizard.events import EventSink
-    from wizard.outcome import Outcome
+    from wizard.outcome import Outcome, Tally
     from wizard.runner.harness.registry import make_harness
     from wizard.runner.harness.types import Harness
     from wizard.runner.plan import RunFlags, RunPlan, plan_run
@@ -46,8 +46,10 @@ async def run_program(
     ask: AskFunction | None = None,
     run_id: str | None = None,
     harness: Harness | None = None,
+    tally: Tally | None = None,
 ) -> Outcome:
-    """Run `plan` to its end, its events into `sink`."""
+    """Run `plan` to its end, its events into `sink`; what it did so far in `tally`, for
+    an ending it does not return (a cancellation)."""
     from wizard.runner.run import Run
 
-    return await Run(plan, sink, ask=ask, run_id=run_id, harness=harness)()
+    return await Run(plan, sink, ask=ask, run_id=run_id, harness=harness, tally=tally)()

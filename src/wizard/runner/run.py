@@ -35,7 +35,7 @@ from wizard.events import (
 )
 from wizard.journal.lock import project_lock
 from wizard.logs import logger
-from wizard.outcome import Outcome, Outro
+from wizard.outcome import Outcome, Outro, Tally
 from wizard.runner.fitting import not_applicable_outro, unfit
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.proxy import make_client_ahead
@@ -66,8 +66,11 @@ class Run:
         ask: AskFunction | None = None,
         run_id: str | None = None,
         harness: Harness | None = None,
+        tally: Tally | None = None,
     ) -> None:
         self.plan, self.sink = plan, sink
+        # The outcome so far: every ending is made from it (a cancelled run's by the caller).
+        self.tally = tally or Tally()
         # The user's answers to `wizard_ask`: what a proof holds the agent's record to.
         self.answers: list[tuple[str, str]] = []
         self.ask = self._recorded(ask) if ask is not None else None
@@ -175,6 +178,7 @@ class Run:
             sandbox=sandbox.policy,
             resume_from=plan.resume_from,
             activity=ToolActivity() if held else None,
+            tally=self.tally,
         )
 
     async def _engine(self, harness: Harness) -> EngineError | None:
@@ -219,8 +223,10 @@ class Run:
             outcome = await _run_sequence(sequenced, harness)
         except asyncio.CancelledError:
             settled.set()  # cut before its conversation began: no engine will start
+            if "usage" not in self.tally.parts:  # an orchestrator's queue added its own
+                self.tally.add(usage=self.spend.total())
             journal = await opening  # a snapshot under way is finished, then recorded so
-            journal.amend(journal.finish("cancelled"), usage=asdict(self.spend.total()))
+            journal.amend(journal.finish("cancelled"), usage=asdict(self.tally.parts["usage"]))
             raise
         settled.set()  # as above, a sequence that ended before its conversation
         journal = await opening

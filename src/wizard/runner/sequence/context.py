@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
 from wizard.events import AnalyticsEvent, EventSink
-from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro
+from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro, Tally
 from wizard.programs.types import ProgramConfig
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.types import GatewaySettings
@@ -92,6 +92,14 @@ class RunContext:
     # Told each time a session's engine has started (`RunInputs.engine_settled`), and when the
     # conversation has ended (no engine of it starts any more: `with_skill`).
     engine_settled: Callable[[], None] = field(default=lambda: None, repr=False)
+    # The run's outcome so far, which every ending of it is made from (`Run`).
+    tally: Tally = field(default_factory=Tally, repr=False)
+
+    def __post_init__(self) -> None:
+        """What the run runs on is the first part of its outcome."""
+        self.tally.add(harness=self.binding.harness, sequence=self.binding.sequence,
+                       sandbox="on" if self.sandbox is not None else "off",
+                       resumed_from=self.resume_from, run_id=self.run_id)  # fmt: skip
 
     def run_settings(self) -> RunSettings:
         """The `RunInputs` fields every harness run of this program shares."""
@@ -119,18 +127,11 @@ class RunContext:
         error_type: AgentErrorType | None = None,
         source: AbortSource | None = None,
     ) -> Outcome:
-        """An outcome of this run."""
-        return Outcome(
-            status=status,
-            program=self.program.id,
-            harness=self.binding.harness,
-            sequence=self.binding.sequence,
-            error_type=error_type,
-            reason=reason,
-            source=source,
-            outro=outro,
-            sandbox="on" if self.sandbox is not None else "off",
-        )
+        """An outcome of this run, with what its stages added (`tally`)."""
+        return self.tally.outcome(
+            status, self.program.id, error_type=error_type, reason=reason, source=source,
+            outro=outro
+        )  # fmt: skip
 
 
 async def with_skill(

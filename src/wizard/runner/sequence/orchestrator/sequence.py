@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -215,10 +214,12 @@ async def run_orchestrator(ctx: RunContext, harness: Harness) -> Outcome:
 async def _orchestrated(ctx: RunContext, harness: Harness, ready: asyncio.Future[bool]) -> Outcome:
     run = _Orchestrator(ctx, planned_install(ctx.program.skill), harness, ready)
     run.emit("orchestrator started", program_id=ctx.program.id)
-    try:  # every ending, a cancelled one too, reports the run's counts
-        return _with_tasks(await _plan_and_drain(run), run)
-    finally:
+    try:
+        outcome = await _plan_and_drain(run)
+    finally:  # every ending, a cancelled one too, reports the run's counts and its tasks
         run.finished()
+        parts = ctx.tally.add(**_queue_parts(run))
+    return replace(outcome, **parts)
 
 
 async def _plan_and_drain(run: _Orchestrator) -> Outcome:
@@ -311,9 +312,9 @@ def _success(run: _Orchestrator, tasks: list[QueuedTask]) -> Outro:
     return replace(outro, message=message)
 
 
-def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
-    """The outcome, with the queue's final state for `--outcome-json` (and, for a resumed
-    run, which tasks it carried over as finished)."""
+def _queue_parts(run: _Orchestrator) -> dict[str, Any]:
+    """The outcome's parts from the queue as it ended, for `--outcome-json`: its tasks
+    (and, for a resumed run, which it carried over as finished) and what they used."""
     tasks = tuple(
         {
             **_summary(asdict(t)),
@@ -324,18 +325,7 @@ def _with_tasks(outcome: Outcome, run: _Orchestrator) -> Outcome:
     )
     wall = round(time.monotonic() - run.started, 3)  # the run's, not its tasks' summed
     usage = replace(run.usage, wall_seconds=wall)
-    return replace(outcome, tasks=tasks, resumed_from=run.ctx.resume_from,
-                   replanned=run.replanned, usage=usage)  # fmt: skip
-
-
-def saved_tasks(run_id: str) -> tuple[dict[str, Any], ...]:
-    """The final queue of a run that did not return an outcome (it was interrupted), as its
-    `queue.json` holds it; empty for a run without a queue."""
-    try:
-        data = json.loads(queue_path(run_id).read_text())
-    except (OSError, ValueError):
-        return ()
-    return tuple(_summary(task) for task in data.get("tasks", []) if isinstance(task, dict))
+    return {"tasks": tasks, "replanned": run.replanned, "usage": usage}
 
 
 def _summary(task: dict[str, Any]) -> dict[str, Any]:
