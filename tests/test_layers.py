@@ -17,7 +17,7 @@ from wizard.runner.harness.registry import HARNESSES
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 LEAVES = ("wizard.signals", "wizard.outcome", "wizard.events", "wizard.errors", "wizard.layout",
           "wizard.walk", "wizard.argv", "wizard.listings", "wizard.logs",
-          "wizard.pinned")  # fmt: skip
+          "wizard.pinned", "wizard.own_git")  # fmt: skip
 # Every registered harness's adapter package: each is kept apart from the others and from
 # the driver, whatever engines the registry holds.
 ADAPTERS = tuple(entry.adapter for entry in HARNESSES.values())
@@ -169,8 +169,9 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
     (("wizard.runner",), UPPER, "the runner is below the CLI and the UI"),
     (
         ("wizard.fleet",),
-        ("wizard.runner", "wizard.tools", "wizard.engines", *UPPER),
-        "a fleet runs `wizard run` as its activity and re-implements none of it",
+        ("wizard.runner", "wizard.tools", "wizard.engines", "wizard.journal", *UPPER),
+        "a fleet runs `wizard run` as its activity and re-implements none of it (a run's "
+        "journal is the run's, kept in the workspace)",
     ),
     (("wizard",), ("wizard.cli",), "only the entry point imports the CLI"),
 ]

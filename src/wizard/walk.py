@@ -1,9 +1,12 @@
 """One walk of a tree (a project's for the journal, an engine's for its record): every entry,
-never through a link."""
+never through a link; and the removal of a tree wizard made, whatever modes the agent left
+on its folders."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
@@ -52,3 +55,19 @@ def walk(
             yield path, item.name, info
             if stat.S_ISDIR(info.st_mode) and enter(item.name):
                 stack.append(path)
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a folder wizard made (a preview's copy, a fleet's workspace), read-only
+    folders in it included (a command of the agent may have made one); a link in it is
+    removed, never followed, nor its target's mode changed."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    os.chmod(folder, 0o700)
+    for parent, folders, _ in os.walk(folder):
+        for name in folders:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
+    shutil.rmtree(folder, ignore_errors=True)

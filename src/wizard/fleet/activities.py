@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -30,12 +29,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from wizard.config import number_setting
-from wizard.errors import JournalError
 from wizard.fleet import gitwork, seal
 from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
-from wizard.journal import forget_journal
 from wizard.processes import die_with_parent
 from wizard.programs import get_program
+from wizard.walk import remove_tree
 
 # Endings of a run worth another attempt: the gateway or the engine broke, not the work.
 RATE_LIMITED = "WIZARD_RATE_LIMIT"
@@ -62,6 +60,8 @@ class Steps:
         self.queue = worker_queue(root)
         self.wizard = tuple(wizard)  # how to start `wizard` (a test's stand-in, at this edge)
         self.taken: set[str] = set()
+        # The repositories whose run (a `wizard run` process) is going or still ending here.
+        self.running: set[str] = set()
 
     def all(self) -> list[Any]:
         """The step activities (those on the worker's own queue)."""
@@ -93,13 +93,21 @@ class Steps:
     def _folder(self, job: RepoJob) -> Path:
         return self.root / job.fleet_id / job.repo.id
 
+    def _remove(self, job: RepoJob) -> Path:
+        """Remove the job's workspace, whatever modes the agent left in its preview; a
+        retried error while a run of an earlier attempt is still ending here. Its folder."""
+        if f"{job.fleet_id}/{job.repo.id}" in self.running:
+            raise _failure("an earlier attempt's run is still ending", type="StillRunning")
+        folder = self._folder(job)
+        remove_tree(folder)
+        return folder
+
     @activity.defn(name="prepare")
     async def prepare(self, job: RepoJob) -> Workspace:
         """A clean workspace for `job`: whatever an earlier attempt left goes, then a clone."""
         self._admit(job)
         self.taken.add(f"{job.fleet_id}/{job.repo.id}")
-        folder = self._folder(job)
-        await asyncio.to_thread(_remove, folder)
+        folder = await asyncio.to_thread(self._remove, job)
         folder.mkdir(parents=True)
         try:
             base = await asyncio.to_thread(gitwork.clone, job.repo, folder / "repo")
@@ -115,15 +123,26 @@ class Steps:
     async def run(self, job: RepoJob, workspace: Workspace) -> RunResult:
         """`wizard run --preview` on the workspace; its outcome, or a retried error."""
         self._admit(job, workspace)
-        folder = Path(workspace.folder)
-        outcome_file = folder / "outcome.json"
-        await asyncio.to_thread(_forget, folder / "repo")  # an earlier attempt's preview
+        key = f"{job.fleet_id}/{job.repo.id}"
+        if key in self.running:
+            raise _failure("an earlier attempt's run is still ending", type="StillRunning")
+        self.running.add(key)
+        try:
+            return await self._run(job, Path(workspace.folder))
+        finally:
+            self.running.discard(key)
+
+    async def _run(self, job: RepoJob, folder: Path) -> RunResult:
+        outcome_file, state = folder / "outcome.json", folder / "state"
+        # The run's journal, preview and lock are the workspace's (`run_env`): an earlier
+        # attempt's go, and all of them go with the workspace.
+        await asyncio.to_thread(remove_tree, state)
         outcome_file.unlink(missing_ok=True)
         command = [*self.wizard, "run", job.program, "--project",
                    str(folder / "repo"), "--preview", "--patch-out", str(folder / "change.patch"),
                    "--outcome-json", str(outcome_file), "--ci", *job.run.arguments()]  # fmt: skip
         started = time.monotonic()
-        code, tail = await _run_wizard(command, run_env(os.environ), folder)
+        code, tail = await _run_wizard(command, run_env(os.environ, state), folder)
         if not outcome_file.is_file():
             kind = "UsageError" if code == 2 else "WIZARD_ENGINE_FAILURE"
             raise _failure(f"wizard run ended {code} with no outcome: {tail}", type=kind,
@@ -163,10 +182,10 @@ class Steps:
 
     @activity.defn(name="clean_up")
     async def clean_up(self, job: RepoJob) -> None:
-        """Remove the repository's workspace (its run's journal and preview too), and free its
-        slot."""
+        """Remove the repository's workspace (its run's journal and preview with it), and free
+        its slot."""
         self._admit(job)
-        await asyncio.to_thread(_remove, self._folder(job))
+        await asyncio.to_thread(self._remove, job)
         with contextlib.suppress(OSError):
             self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
         self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
@@ -176,21 +195,6 @@ def _failure(message: str, **options: Any) -> ApplicationError:
     """A step's failure: the repository's row says it, so the worker logs it at debug level
     only (a failed clone printed a hundred lines of tracebacks)."""
     return ApplicationError(message, category=ApplicationErrorCategory.BENIGN, **options)
-
-
-def _forget(project: Path) -> None:
-    """Remove the journal of a workspace's project (its preview's copy with it); a retried
-    error while a run of an earlier attempt is still ending (it holds the project's lock)."""
-    try:
-        forget_journal(project)
-    except JournalError as exc:
-        raise _failure(exc.message, type="StillRunning") from exc
-
-
-def _remove(folder: Path) -> None:
-    """Remove a workspace, and the journal of its project."""
-    _forget(folder / "repo")
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def rate_limit_wait(attempt: int) -> timedelta:
@@ -207,11 +211,13 @@ WRITE_CREDENTIALS = frozenset({
 })  # fmt: skip
 
 
-def run_env(environ: Mapping[str, str]) -> dict[str, str]:
+def run_env(environ: Mapping[str, str], state: Path) -> dict[str, str]:
     """A run's environment: the worker's, without a credential that could push (`GIT_*`
-    included, which could point git at another config)."""
-    return {key: value for key, value in environ.items()
+    included, which could point git at another config), and with its state (its journal,
+    its preview's copy, its project's lock) in `state`, the workspace's."""
+    kept = {key: value for key, value in environ.items()
             if key not in WRITE_CREDENTIALS and not key.startswith("GIT_")}  # fmt: skip
+    return kept | {"WIZARD_STATE_DIR": str(state)}
 
 
 def worker_queue(root: Path) -> str:

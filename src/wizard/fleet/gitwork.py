@@ -23,8 +23,8 @@ from pathlib import Path
 
 from wizard.fleet import publishing
 from wizard.fleet.model import Published, Repo
-from wizard.journal import GIT_ENV_ALLOW, own_git_env
 from wizard.layout import SKILL_FILES
+from wizard.own_git import GIT_ENV_ALLOW, own_git_env
 
 # What wizard's git may see of the environment when it talks to a remote, besides what the
 # journal's git sees (`own_git_env`): the user's own config and credentials, never a GIT_*

@@ -5,12 +5,11 @@ It records and restores project files and knows nothing of harnesses; the runner
 before and after a run (`Journal.begin` / `Journal.finish`).
 """
 
-from wizard.journal.pruning import forget_journal, prune_demo_journals, prune_previews
+from wizard.journal.pruning import prune_demo_journals, prune_previews
 from wizard.journal.runs import ApplyRefused, Journal, RunRecord, Undone, UndoRefused
-from wizard.journal.store import GIT_ENV_ALLOW, Listed, Walked, git_available, own_git_env
+from wizard.journal.store import Listed, Walked, git_available
 
 __all__ = [
-    "GIT_ENV_ALLOW",
     "ApplyRefused",
     "Journal",
     "Listed",
@@ -18,9 +17,7 @@ __all__ = [
     "UndoRefused",
     "Undone",
     "Walked",
-    "forget_journal",
     "git_available",
-    "own_git_env",
     "prune_demo_journals",
     "prune_previews",
 ]

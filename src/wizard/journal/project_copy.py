@@ -25,7 +25,6 @@ import ctypes.util
 import errno
 import fcntl
 import os
-import shutil
 import stat
 import sys
 from dataclasses import dataclass
@@ -159,18 +158,3 @@ def _copy_bytes(reader: int, writer: int) -> None:
     os.ftruncate(writer, 0)
     while chunk := os.read(reader, _CHUNK):
         os.write(writer, chunk)
-
-
-def remove_copy(folder: Path) -> None:
-    """Remove a preview's copy, read-only folders in it included; of its mounts, only the
-    links (a link is never followed, nor its target's mode changed)."""
-    if not folder.is_dir() or folder.is_symlink():
-        return
-    os.chmod(folder, 0o700)
-    for parent, folders, _ in os.walk(folder):
-        for name in folders:
-            path = os.path.join(parent, name)
-            if not os.path.islink(path):
-                with contextlib.suppress(OSError):
-                    os.chmod(path, 0o700)
-    shutil.rmtree(folder, ignore_errors=True)

@@ -14,11 +14,10 @@ import shutil
 import time
 from pathlib import Path
 
-from wizard.errors import JournalError
-from wizard.journal.lock import is_locked, lock_path
-from wizard.journal.project_copy import remove_copy
+from wizard.journal.lock import is_locked
 from wizard.journal.runs import Journal
 from wizard.layout import state_root
+from wizard.walk import remove_tree
 
 DEMO_PREFIX = "wizard-demo-"
 
@@ -64,19 +63,6 @@ def prune_previews(
         if record is not None and record.preview_state == "pending":
             journal.close_preview(record, "discarded")
         else:
-            remove_copy(folder)
+            remove_tree(folder)
         removed.append(folder.name)
     return removed
-
-
-def forget_journal(project: Path, root: Path | None = None) -> None:
-    """Remove the journal of `project`, its previews' copies and its lock file with it: for
-    a project wizard made and removes itself (a fleet's workspace), never a user's. Refused
-    while a run holds the project's lock."""
-    if is_locked(project, root):
-        raise JournalError(f"A run of {project} is still going.", "Wait for it to end.")
-    journal = Journal(project, root)
-    for copy in (journal.state / "previews").glob("*"):
-        remove_copy(copy)
-    shutil.rmtree(journal.state, ignore_errors=True)
-    lock_path(project, root).unlink(missing_ok=True)

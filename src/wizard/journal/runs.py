@@ -27,11 +27,12 @@ from wizard.errors import ConfigError, JournalError, UsageError
 from wizard.journal.dependencies import dependency_changes, prune_listings
 from wizard.journal.edits import Edits, edits_between
 from wizard.journal.leftovers import remove_unjournaled
-from wizard.journal.project_copy import copy_project, remove_copy
+from wizard.journal.project_copy import copy_project
 from wizard.journal.refusals import ApplyRefused, UndoRefused
 from wizard.journal.store import PLAIN_BITS, Change, GitStore, Snapshot, Walked
 from wizard.layout import state_root
 from wizard.listings import FolderListing
+from wizard.walk import remove_tree
 
 DEFAULT_KEEP = 20
 # The ids of pruned runs, so a command naming one says it was pruned, not that it never was.
@@ -153,7 +154,7 @@ class Journal:
         try:
             copy = copy_project(self.project, folder / "project")
         except BaseException as exc:  # a half copy is never left behind, even on Ctrl-C
-            remove_copy(folder)
+            remove_tree(folder)
             self._discard(record)
             if not isinstance(exc, OSError):
                 raise
@@ -513,7 +514,7 @@ class Journal:
     def _remove_copy(self, record: RunRecord) -> None:
         """Remove a preview's copy, if the record is a preview's."""
         if record.preview_dir:
-            remove_copy(self._preview_folder(record.run_id))
+            remove_tree(self._preview_folder(record.run_id))
 
     def _discard(self, record: RunRecord) -> None:
         (self.runs_dir / f"{record.run_id}.json").unlink(missing_ok=True)

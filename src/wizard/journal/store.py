@@ -57,6 +57,7 @@ from wizard.listings import (
     folder_listing,
     heavy_folders,
 )
+from wizard.own_git import own_git_env
 from wizard.walk import walk
 
 _GIT_MODES = {"100644": 0o644, "100755": 0o755}
@@ -71,8 +72,6 @@ _LOOSE, _HELD = 32, 8_000_000
 # write as wizard, root included.
 PLAIN_BITS = 0o777
 DEFAULT_MAX_FILE = 50_000_000
-# What wizard's git may see of the environment: enough to run, nothing of wizard's or git's.
-GIT_ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ")
 _GIT_SETTINGS = (
     "core.autocrlf=false", "core.fileMode=true", "core.symlinks=true", "core.fsmonitor=false",
     "core.hooksPath=/dev/null", "core.untrackedCache=false", "protocol.allow=never",
@@ -306,13 +305,6 @@ class _BlobPack:
                 target.parent.mkdir(exist_ok=True)
                 data = b"blob %d\0" % len(content) + content
                 batch.add(target, zlib.compress(data, 1), 0o444)
-
-
-def own_git_env() -> dict[str, str]:
-    """The environment of wizard's own git: enough to run, nothing of wizard's or git's, and
-    no system or user config (the journal's, and a fleet's when it talks to no remote)."""
-    env = {k: v for k, v in os.environ.items() if k in GIT_ENV_ALLOW}
-    return env | {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}
 
 
 def git_available() -> bool:
