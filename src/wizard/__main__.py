@@ -32,19 +32,32 @@ _RUN_MODULES = ("wizard.cli", "typer._adapters", "wizard.launch", "wizard.runner
 
 def _start_early() -> None:
     """What a run will need, started before the rest loads: wizard's programs pinned
-    (`pinned`), pi's host if it runs pi (its engine checked first: the host's load is such a
-    run's longest wait), then the listing of the project's dependency folders."""
+    (`pinned`), pi's host if it runs pi as the switchboard decides (its engine checked first:
+    the host's load is such a run's longest wait), then the listing of the project's
+    dependency folders."""
     import os
 
+    from wizard.argv import AGENT_COMMANDS, run_words
     from wizard.pinned import pin_tools
     from wizard.runner.harness.pi.early import load_behind_host, prestart
 
-    pin_tools(sys.argv[1:], os.environ)  # before anything starts: every process inherits it
-    prestart(sys.argv[1:], os.environ)
+    argv = sys.argv[1:]
+    pin_tools(argv, os.environ)  # before anything starts: every process inherits it
+    if run_words(argv, AGENT_COMMANDS) is not None:
+        prestart(lambda: _runs_pi(argv))
     from wizard.listings import start_ahead  # after the host's start, which waits for nothing
 
     listing = start_ahead(sys.argv[1:])
     load_behind_host(_RUN_MODULES, ours=() if listing is None else (listing,))
+
+
+def _runs_pi(argv: list[str]) -> bool:
+    """Whether the command runs pi, as the switchboard decides (and the run's plan will)."""
+    import os
+
+    from wizard.runner.switchboard import command_harness
+
+    return command_harness(argv, os.environ) == "pi"
 
 
 def _exit_now(code: object) -> None:

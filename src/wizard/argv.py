@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+# The commands that run an agent on a harness the switchboard picks.
+AGENT_COMMANDS = frozenset({"run", "skill", "demo"})
 _NOT_A_RUN = frozenset({"-h", "--help", "-V", "--version", "--show-completion",
                         "--install-completion"})  # fmt: skip
 

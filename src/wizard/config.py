@@ -36,6 +36,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from wizard.errors import ConfigError, UsageError
+from wizard.layout import config_path
 
 Number = TypeVar("Number", int, float)
 
@@ -88,14 +89,6 @@ VARIABLES = {
     ("run", "max_time"): "WIZARD_MAX_TIME",
     ("run", "preview"): "WIZARD_PREVIEW",
 }
-
-
-def config_path(environ: Mapping[str, str]) -> Path:
-    """Where the config file is read from."""
-    if custom := environ.get("WIZARD_CONFIG"):
-        return Path(custom)
-    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "wizard" / "config.toml"
 
 
 def read_config(path: Path) -> ConfigFile:

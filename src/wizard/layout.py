@@ -6,11 +6,20 @@ loaded."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 SKILLS_ROOT = Path(".claude") / "skills"
 # How the paths of installed skills' files start, as the journal lists a project's files.
 SKILL_FILES = SKILLS_ROOT.as_posix() + "/"
+
+
+def config_path(environ: Mapping[str, str]) -> Path:
+    """Where the config file is read from."""
+    if custom := environ.get("WIZARD_CONFIG"):
+        return Path(custom)
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "wizard" / "config.toml"
 
 
 def state_root() -> Path:

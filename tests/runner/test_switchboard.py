@@ -1,4 +1,5 @@
-"""Switchboard precedence: CLI flag > environment > program binding > default."""
+"""Switchboard precedence: CLI flag > environment (the config file beneath it) > program
+binding > default; decided the same before the CLI parses (`command_harness`) as by the plan."""
 
 from __future__ import annotations
 
@@ -116,3 +117,56 @@ def test_every_registered_harness_is_offered_and_checked_against_its_gateway(
         plan_run(get_program("transactional-email"), flags, {"WIZARD_SANDBOX": "off"})
     assert "The anthropic harness speaks only anthropic-messages" in raised.value.message
     assert "--harness pi" in (raised.value.hint or "")
+
+
+RUN = ["run", "transactional-email"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "config", "expected"),
+    [
+        (RUN, {}, "", "pi"),
+        (["run", "--ci", "revenue-analytics", "--project", "app"], {}, "", "pi"),
+        (["run", "--project", "app", "--ci", "replay-vision"], {}, "", "anthropic"),
+        (["skill", "posthog-email"], {}, "", "pi"),
+        ([*RUN, "--harness", "anthropic"], {}, "", "anthropic"),
+        ([*RUN, "--harness=anthropic"], {}, "", "anthropic"),
+        ([*RUN, "--harness", "pi"], {"WIZARD_HARNESS": "anthropic"}, "", "pi"),
+        (RUN, {"WIZARD_HARNESS": "anthropic"}, "", "anthropic"),
+        # The config file, beneath the environment and above the program's binding.
+        (RUN, {}, 'harness = "anthropic"', "anthropic"),
+        (RUN, {"WIZARD_HARNESS": "pi"}, 'harness = "anthropic"', "pi"),
+        (["run", "replay-vision"], {}, 'harness = "pi"', "pi"),
+        # A program whose binding picks another harness.
+        (["run", "replay-vision"], {}, "", "anthropic"),
+        (["run", "replay-vision", "--harness", "pi"], {}, "", "pi"),
+        # The demo runs pi, whatever the environment says.
+        (["demo", "--scenario", "skill-abort"], {"WIZARD_HARNESS": "anthropic"}, "", "pi"),
+        # No run, or none wizard would start.
+        ([*RUN, "--help"], {}, "", None),
+        (["--version"], {}, "", None),
+        (["run"], {}, "", None),
+        (["run", "no-such-program"], {}, "", None),
+        (["runs"], {}, "", None),
+        (["fleet", "run", "transactional-email"], {}, "", None),
+        ([], {}, "", None),
+    ],
+)
+def test_the_harness_is_decided_before_the_cli_parses_as_the_plan_decides_it(
+    tmp_path: Path, argv: list[str], environ: dict[str, str], config: str, expected: str | None
+) -> None:
+    """`__main__` starts an engine on `command_harness`; the plan (the config file read as
+    the CLI reads it, then `resolve_binding`) picks the same harness from the same input."""
+    from wizard.argv import option_value
+    from wizard.config import with_config
+    from wizard.programs import PROGRAMS
+    from wizard.runner.switchboard import command_harness
+
+    path = tmp_path / "config.toml"
+    path.write_text(f"[run]\n{config}\n")
+    environ = {**environ, "WIZARD_CONFIG": str(path)}
+    assert command_harness(argv, environ) == expected
+    if expected is not None and argv[0] == "run":
+        program = next(PROGRAMS[word] for word in argv if word in PROGRAMS)  # as the CLI parses
+        flag = ProgramBinding(harness=option_value(argv, "--harness"))
+        assert resolve_binding(program, flag, with_config(environ)).harness == expected

@@ -172,6 +172,17 @@ class ProgramBinding:
     model: str | None = None
 
 
+@dataclass(frozen=True)
+class Binding:
+    """How one run runs, and where each choice came from (flag, env, program, default): the
+    switchboard's answer, which a sequence carries."""
+
+    sequence: str
+    harness: str
+    model: str
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
 PostRunHook = Callable[[Path], None]
 
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from wizard.config import config_path, number_setting, switch_setting
+from wizard.config import number_setting, switch_setting
 from wizard.engines.bundle import engines_dir
 from wizard.errors import UsageError
 from wizard.journal.runs import journal_keep
 from wizard.journal.store import DEFAULT_MAX_FILE
-from wizard.layout import state_root
+from wizard.layout import config_path, state_root
 from wizard.programs.registry import did_you_mean
 from wizard.programs.types import ProgramBinding, ProgramConfig
 from wizard.runner.gateway import GatewayFlags, check_ca_settings, resolve_gateway

@@ -1,4 +1,5 @@
-"""Which command lines start pi's host with the process (`runner.harness.pi.early`)."""
+"""pi's host started with the process (`runner.harness.pi.early`): ended when the run is not
+pi's, adopted when it is (which command lines start it: `test_switchboard`)."""
 
 from __future__ import annotations
 
@@ -11,33 +12,6 @@ from pathlib import Path
 import pytest
 
 from wizard.engines.bundle import NodeBundle
-from wizard.runner.harness.pi.early import runs_pi
-
-
-@pytest.mark.parametrize(
-    ("argv", "environ", "expected"),
-    [
-        (["run", "revenue-analytics", "--project", "app"], {}, ("run", "revenue-analytics")),
-        (["run", "--ci", "transactional-email"], {}, ("run", "transactional-email")),
-        (["skill", "posthog-email"], {}, ("skill", "posthog-email")),
-        (["demo", "--scenario", "skill-abort"], {}, ("demo", "skill-abort")),
-        (["demo"], {}, ("demo", "")),
-        (["run", "x", "--harness", "pi"], {"WIZARD_HARNESS": "anthropic"}, ("run", "x")),
-        (["run", "x", "--harness", "anthropic"], {}, None),
-        (["run", "x", "--harness=anthropic"], {}, None),
-        (["run", "x"], {"WIZARD_HARNESS": "anthropic"}, None),
-        (["run", "x", "--help"], {}, None),
-        (["--version"], {}, None),
-        (["run"], {}, None),
-        (["runs"], {}, None),
-        (["fleet", "run", "x"], {}, None),
-        ([], {}, None),
-    ],
-)
-def test_only_a_pi_run_starts_pi_early(
-    argv: list[str], environ: dict[str, str], expected: tuple[str, str] | None
-) -> None:
-    assert runs_pi(argv, environ) == expected
 
 
 def test_a_run_on_another_harness_ends_the_host_started_early(tmp_path: Path) -> None:
@@ -252,6 +226,29 @@ def test_nothing_loads_behind_the_host_without_one_or_on_a_busy_machine(
 
 
 @pytest.mark.live
+def test_a_command_the_switchboard_puts_on_another_harness_ends_the_host_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host starts with any agent command; when the switchboard's decision (asked while
+    Node starts) is another harness, it is ended before it loads anything of pi."""
+    from wizard.engines import bundle
+    from wizard.runner.harness.pi import early
+
+    if bundle.installed_bundle() is None:
+        pytest.skip("pi is not installed: `wizard engines install pi`")
+    monkeypatch.setattr(bundle, "checked_as_recorded", lambda prefix: True)
+    started: list[subprocess.Popen[bytes] | None] = []
+
+    def runs_pi() -> bool:  # asked once the host has started: not pi
+        started.append(early._process)
+        return False
+
+    early.prestart(runs_pi)
+    (host,) = started
+    assert host is not None and host.poll() is not None  # started, then ended
+    assert early._process is None and early._folders is None
+
+
 def test_the_early_host_has_a_process_group_of_its_own_in_wizard_s_session(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -264,7 +261,7 @@ def test_the_early_host_has_a_process_group_of_its_own_in_wizard_s_session(
     if bundle.installed_bundle() is None:
         pytest.skip("pi is not installed: `wizard engines install pi`")
     monkeypatch.setattr(bundle, "checked_as_recorded", lambda prefix: True)
-    early.prestart(["run", "transactional-email"], os.environ)
+    early.prestart(lambda: True)
     host = early._process
     try:
         assert host is not None and host.poll() is None

@@ -10,7 +10,7 @@ from typing import Any, TypedDict, TypeVar
 
 from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro, Tally
-from wizard.programs.types import ProgramConfig
+from wizard.programs.types import Binding, ProgramConfig
 from wizard.runner.harness.gate import ToolActivity
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.harness.usage import PRICES, RunSpend
@@ -44,17 +44,6 @@ class RunSettings(TypedDict):
     detect_skill_aborts: bool
     activity: ToolActivity | None
     engine_settled: Callable[[], None]
-
-
-@dataclass(frozen=True)
-class Binding:
-    """How one run runs, and where each choice came from (flag, env, program, default): the
-    switchboard's answer, which a sequence carries."""
-
-    sequence: str
-    harness: str
-    model: str
-    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

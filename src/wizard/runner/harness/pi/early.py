@@ -2,19 +2,21 @@
 
 Loading pi's SDK is most of the engine's start-up (about 1.3 s here), and wizard's own
 imports and planning before a run takes its first step take about a second. So when the
-command line says a pi run is coming (`wizard run`, `skill` or `demo`, no other harness
-asked for), `__main__` calls `prestart` first thing, which
+command line runs an agent (`wizard run`, `skill` or `demo`), `__main__` calls `prestart`
+first thing, which
 
 1. starts Node on wizard's pi host (`host.mjs`, in the host's own folders, with a scrubbed
    environment), which loads nothing of the engine until it is told the engine is checked;
 2. meanwhile checks the installed engine against its install record, exactly as a run's
-   engine stage does (`bundle.checked_as_recorded`), and only if all is well
+   engine stage does (`bundle.checked_as_recorded`), and asks the switchboard whether the
+   command runs pi (`runs_pi`: the config file and the program's binding count, as in the
+   run's plan), and only if both say so
 3. tells the host so (`ENGINE_CHECKED`): it loads pi's SDK while wizard loads, and waits for
    its launch on stdin. Otherwise the host is ended there and then.
 
-So Node's own start (a tenth of a second here) overlaps the check, which runs in wizard's
-own process before its imports: they have about a second to spare before the run needs the
-host.
+So Node's own start (a tenth of a second here) overlaps the check and the decision, which
+run in wizard's own process before its imports: they have about a second to spare before the
+run needs the host. (Deciding before Node starts cost the first request 40–60 ms.)
 
 While the host loads pi, wizard's own imports (most of a second of CPU) run in a thread at a
 low priority, on a machine where nothing else runs (`load_behind_host`): the host's load is
@@ -23,12 +25,11 @@ the longer of the two, and on two cores the imports at the same priority slowed 
 
 The run's pi harness adopts the host (`adopt_early_host`) instead of checking the engine
 and starting a host itself; a command that ends before (a usage error, another harness)
-kills it at exit and removes its folders. A program whose own binding picks another harness
-(`replay-vision`) starts one for nothing: its runs pay a Node start on another core. An
-engine with no record yet, or none installed, is left to the run, which installs or records
-it and says so. Nothing of pi runs before the check passed, and nothing of the agent's
-before a session sends the launch. This module imports only the standard library (and
-`tools.child_env`, a leaf) at load, so `__main__` pays nothing for it otherwise.
+kills it at exit and removes its folders. An engine with no record yet, or none installed,
+is left to the run, which installs or records it and says so. Nothing of pi runs before the
+check passed, and nothing of the agent's before a session sends the launch. This module
+imports only the standard library (and `tools.child_env`, a leaf) at load, so `__main__`
+pays nothing for it otherwise.
 """
 
 from __future__ import annotations
@@ -44,12 +45,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wizard.argv import option_value, run_words
 from wizard.tools.child_env import child_env
 
 if TYPE_CHECKING:
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 # The host's first line: its engine's files were checked against their install record.
 ENGINE_CHECKED = b'{"engine": "checked"}\n'
 LINE_LIMIT = 1 << 30  # one event line of the host's holds at most one whole assistant message
-_RUNS_PI = frozenset({"run", "skill", "demo"})
 _process: subprocess.Popen[bytes] | None = None
 _folders: tuple[Path, Path] | None = None
 _prefix: Path | None = None  # the engine the early host runs, as checked
@@ -121,24 +120,12 @@ def host_launch(engine: NodeBundle, folders: tuple[Path, Path] | None = None) ->
     return HostLaunch((str(engine.node), str(HOST_SCRIPT)), env, agent_dir, temp_dir)
 
 
-def runs_pi(argv: Sequence[str], environ: Mapping[str, str]) -> tuple[str, str] | None:
-    """The command (run, skill or demo) and its program or skill, of a command line that
-    will run pi as far as it and the environment say; None for any other command."""
-    words = run_words(argv, _RUNS_PI)
-    if words is None:
-        return None
-    harness = option_value(argv, "--harness")
-    if harness is None:
-        harness = environ.get("WIZARD_HARNESS") or "pi"
-    if harness != "pi" or (words[0] != "demo" and len(words) < 2):
-        return None
-    return words[0], words[1] if len(words) > 1 else ""
-
-
-def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
-    """Start the engine's host and check the engine meanwhile, if this command runs pi."""
+def prestart(runs_pi: Callable[[], bool]) -> None:
+    """Start the engine's host for a command that runs an agent, and meanwhile check the
+    engine and ask `runs_pi` whether it runs pi (the switchboard's decision); the host goes
+    on to load pi only if both say so."""
     global _process, _folders, _prefix
-    if runs_pi(argv, environ) is None or _folders is not None:
+    if _folders is not None:
         return
     atexit.register(discard_unclaimed)  # first: the folders go whenever the host goes
     try:
@@ -159,7 +146,7 @@ def prestart(argv: Sequence[str], environ: Mapping[str, str]) -> None:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             process_group=0,
         )  # fmt: skip
-        if checked_as_recorded(engine.prefix):
+        if checked_as_recorded(engine.prefix) and runs_pi():
             assert _process.stdin is not None
             _process.stdin.write(ENGINE_CHECKED)
             _process.stdin.flush()
