@@ -18,6 +18,7 @@ import pytest
 from fleet_world import NOT_APPLICABLE, PROGRAM, PROVEN_NODE, PROVEN_PYTHON, UNVERIFIED
 
 from tests.fleet.conftest import Fleet
+from tests.fleet.histories import record
 from wizard.schemas import fleet_schema
 
 pytestmark = pytest.mark.live
@@ -31,6 +32,24 @@ def _burndown(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 def _ended(burndown: dict[str, Any]) -> dict[str, str]:
     return {row["repo"]: row["status"] for row in burndown["rows"]}
+
+
+def _recorded(fleet: Fleet, burndown: dict[str, Any], scenario: str) -> None:
+    """Keep the fleet's histories for the replay test, if asked (`histories.py`)."""
+    import asyncio
+
+    from wizard.fleet.server import connect_embedded, running_server
+
+    server = running_server(fleet.state / "fleet")
+    if server is None or not os.environ.get("WIZARD_RECORD_FLEET_HISTORIES"):
+        return
+
+    async def kept() -> None:
+        client = await connect_embedded(server, "default")
+        await record(client, burndown["fleet_id"], [row["repo"] for row in burndown["rows"]],
+                     scenario)  # fmt: skip
+
+    asyncio.run(kept())
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -48,6 +67,7 @@ def test_each_repository_ends_as_it_deserves_and_a_rerun_reuses_the_branches(
     assert done.returncode == 1, done.stderr  # not every repository ended set up
     first = _burndown(done)
     assert _ended(first) == fleet.world.deserves
+    _recorded(fleet, first, "published")
     assert first["finished"] and not first["budget_spent"] and first["cost_usd"] > 0
     rows = {row["repo"]: row for row in first["rows"]}
     unfit = rows["todomvc-javascript-es5-2"]
@@ -126,6 +146,7 @@ def test_a_killed_worker_and_server_leave_nothing_behind_and_the_fleet_goes_on_w
     restarted = running_server(fleet.state / "fleet")
     assert restarted is not None and restarted.pid != server.pid
     assert _ended(burndown) == fleet.world.deserves, burndown
+    _recorded(fleet, burndown, "worker-killed")
     rows = {row["repo"]: row for row in burndown["rows"]}
     assert rows["stripe-checkout-node-0"]["attempts"] == 1, burndown
     assert rows["stripe-checkout-python-1"]["attempts"] == 2  # started over, from a clean slate

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from tests.fleet.histories import record
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import Burndown, FleetSpec, Repo
 from wizard.fleet.server import Server, connect_embedded, ensure_server, stop_server
@@ -61,7 +62,7 @@ class World:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
     async def fleet(self, server: Server, spec: FleetSpec, worker_parallel: int = 4,
-                    during: Any = None) -> Burndown:  # fmt: skip
+                    during: Any = None, scenario: str = "") -> Burndown:  # fmt: skip
         client = await connect_embedded(server, "default")
         steps = Steps(self.root / "workspaces", worker_parallel, (sys.executable, str(FAKE)))
         handle, started = await start_fleet(client, spec)
@@ -72,6 +73,8 @@ class World:
         if side is not None:
             await side
         assert not any((self.root / "workspaces").rglob("*"))  # every workspace cleaned up
+        if scenario:  # kept for the replay test (`histories.py`)
+            await record(client, spec.fleet_id, [repo.id for repo in spec.repos], scenario)
         return result.result()
 
 
@@ -102,7 +105,8 @@ async def test_engine_and_api_failures_are_retried_and_final_endings_are_not(
         "violation": [{**failed, "error_type": "WIZARD_SECURITY_VIOLATION"}],
         "refused": [{"status": "usage_error", "reason": "a preview needs the sandbox"}],
     })  # fmt: skip
-    burndown = await world.fleet(temporal, _spec(repos, max_parallel=7), worker_parallel=7)
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=7), worker_parallel=7,
+                                 scenario="retries")  # fmt: skip
     assert _rows(burndown) == {
         "engine": ("set up", 2), "api": ("set up", 2), "aborted": ("aborted", 1),
         "unverified": ("unverified", 1), "budget": ("failed", 1), "violation": ("failed", 1),
@@ -127,7 +131,8 @@ async def test_parallelism_is_bounded_per_fleet_and_per_worker(
     temporal: Server, world: World
 ) -> None:
     repos = world.repos({f"r{i}": [{"sleep": 0.6}] for i in range(5)})
-    burndown = await world.fleet(temporal, _spec(repos, max_parallel=3), worker_parallel=2)
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=3), worker_parallel=2,
+                                 scenario="parallel")  # fmt: skip
     assert {status for status, _ in _rows(burndown).values()} == {"set up"}
     assert _most_at_once(world.events()) == 2  # the worker's bound, below the fleet's
 
@@ -137,7 +142,8 @@ async def test_the_pace_spaces_starts_and_a_rate_limit_slows_it(
 ) -> None:
     limited = {"status": "failed", "error_type": "WIZARD_RATE_LIMIT", "reason": "429"}
     repos = world.repos({"limited": [limited, {}], "a": [{}], "b": [{}]})
-    burndown = await world.fleet(temporal, _spec(repos, max_parallel=3, rate_per_minute=200))
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=3, rate_per_minute=200),
+                                 scenario="rate-limited")  # fmt: skip
     assert _rows(burndown) == {"limited": ("set up", 2), "a": ("set up", 1), "b": ("set up", 1)}
     starts = {e["repo"]: e["at"] for e in world.events() if e["event"] == "start"
               and e["attempt"] == 1}  # fmt: skip
@@ -150,7 +156,8 @@ async def test_no_repository_starts_once_the_budget_is_spent(
     temporal: Server, world: World
 ) -> None:
     repos = world.repos({"first": [{"cost": 0.5}], "second": [{}], "third": [{}]})
-    burndown = await world.fleet(temporal, _spec(repos, max_parallel=1, max_cost=0.4))
+    burndown = await world.fleet(temporal, _spec(repos, max_parallel=1, max_cost=0.4),
+                                 scenario="budget")  # fmt: skip
     assert _rows(burndown) == {"first": ("set up", 1), "second": ("skipped", 0),
                                "third": ("skipped", 0)}  # fmt: skip
     assert burndown.budget_spent and burndown.cost_usd == pytest.approx(0.5)
@@ -173,7 +180,7 @@ async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(
         assert not now.finished
         await cancel(client, spec.fleet_id)
 
-    ended = await world.fleet(temporal, spec, during=cancel_once_running)
+    ended = await world.fleet(temporal, spec, during=cancel_once_running, scenario="cancelled")
     assert ended.cancelled and ended.finished
     assert {row.repo: row.status for row in ended.rows} == {"long": "cancelled",
                                                             "queued": "cancelled"}  # fmt: skip
@@ -196,6 +203,7 @@ async def test_a_worker_refuses_a_fleet_its_owner_did_not_start(
     steps = Steps(world.root / "workspaces", 2, (sys.executable, str(FAKE)))
     result = asyncio.ensure_future(handle.result())
     await serve(client, steps, result)
+    await record(client, spec.fleet_id, ["theirs"], "refused")
     [row] = result.result().rows
     assert row.status == "failed" and "will not run it" in row.reason
     assert not world.log.exists()  # no run started

@@ -1,0 +1,59 @@
+"""Fleets started by an earlier release finish on this one: the histories of real fleets
+(`histories/`: success, retried failures, a rate limit's slow-down, a spent budget, a
+cancellation, a refused job, a published fleet of real runs, and a fleet whose worker and
+server were killed and joined again) replay on today's workflow code with temporalio's
+`Replayer`, as a worker replays them after a crash or an upgrade. A change to the workflows
+that would not (a step added, moved or renamed) fails here, in every CI run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from tests.fleet.histories import HISTORIES
+from wizard.fleet.model import RepoJob, Row
+from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
+
+RECORDED = sorted(HISTORIES.rglob("*.json"))
+SCENARIOS = {"retries", "parallel", "rate-limited", "budget", "cancelled", "refused",
+             "published", "worker-killed"}  # fmt: skip
+
+
+def _history(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(f"{path.parent.name}/{path.stem}", path.read_text())
+
+
+def test_every_scenario_is_recorded() -> None:
+    assert {path.parent.name for path in RECORDED} == SCENARIOS
+    assert all((HISTORIES / scenario / "fleet.json").is_file() for scenario in SCENARIOS)
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_recorded_fleet_replays_on_todays_workflows(path: Path) -> None:
+    replayer = Replayer(workflows=[FleetWorkflow, RepoWorkflow])
+    result = asyncio.run(replayer.replay_workflow(_history(path)))
+    assert result.replay_failure is None
+
+
+@workflow.defn(name="RepoWorkflow")
+class _WaitsFirst(RepoWorkflow):
+    """Today's repository workflow with one step put first: a change a worker upgraded in
+    the middle of a fleet could not take without `workflow.patched`."""
+
+    @workflow.run
+    async def run(self, job: RepoJob) -> Row:
+        await workflow.sleep(1)
+        return await super().run(job)
+
+
+def test_a_workflow_changed_without_a_patch_fails_the_replay() -> None:
+    """The check can fail: the same histories on a changed workflow do not replay."""
+    replayer = Replayer(workflows=[FleetWorkflow, _WaitsFirst])
+    with pytest.raises(NondeterminismError):
+        asyncio.run(replayer.replay_workflow(_history(HISTORIES / "parallel" / "repo-r0.json")))
