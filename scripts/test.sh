@@ -21,9 +21,21 @@ python3 -m venv .venv
 .venv/bin/ruff format --check src tests bench
 .venv/bin/mypy
 .venv/bin/pytest "$@"
-# The command line on the lowest Typer and Click the dependency range allows (pip picks the
-# newest above; the range's floor must hold too).
+# The tests that meet wizard's dependencies' APIs (the command line, the UI, analytics,
+# schemas, proofs' parsers, the proxy's HTTP, the engine's Node, the MCP probe, Temporal)
+# once more on the lowest release each range allows, as uv resolves it (pip installs the
+# newest; a range's floor must hold too), with the test tools at their newest...
+.venv/bin/uv venv --quiet --allow-existing .venv-lowest
+VIRTUAL_ENV=.venv-lowest .venv/bin/uv pip install --quiet --resolution lowest-direct \
+  -e '.[fleet,anthropic]'
+VIRTUAL_ENV=.venv-lowest .venv/bin/uv pip install --quiet pytest pytest-asyncio pytest-timeout \
+  hypothesis pyte anthropic openai
+.venv-lowest/bin/python -m pytest -q -p no:cacheprovider -m "not live" tests/test_cli.py \
+  tests/test_readme.py tests/ui tests/test_analytics.py tests/test_schemas.py \
+  tests/runner/proofs tests/harness/test_proxy.py tests/engines tests/fleet/test_cli_fleet.py \
+  tests/fleet/test_replay.py
+# ...and the command line on the lowest Click beside the lowest Typer (Click comes with Typer,
+# so uv's lowest resolution of wizard's own ranges leaves it at its newest).
 lowest="$(mktemp -d)"; trap 'rm -rf "$lowest"' EXIT
-.venv/bin/python -m pip install --quiet --no-deps --target "$lowest" \
-  "typer==0.12.5" "typer-slim==0.12.5" "click==8.0.0"
+.venv/bin/python -m pip install --quiet --no-deps --target "$lowest" "typer==0.16.0" "click==8.0.0"
 PYTHONPATH="$lowest" .venv/bin/pytest -q -p no:cacheprovider tests/test_cli.py tests/test_readme.py
