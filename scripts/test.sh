@@ -34,6 +34,8 @@ VIRTUAL_ENV=.venv-lowest .venv/bin/uv pip install --quiet pytest pytest-asyncio 
   tests/test_readme.py tests/ui tests/test_analytics.py tests/test_schemas.py \
   tests/runner/proofs tests/harness/test_proxy.py tests/engines tests/fleet/test_cli_fleet.py \
   tests/fleet/test_replay.py
+.venv-lowest/bin/python -m pytest -q -p no:cacheprovider tests/live/test_proofs_live.py \
+  -k "mcp or capture or weather"  # the MCP probe on mcp 1.x, the range's floor
 # ...and the command line on the lowest Click beside the lowest Typer (Click comes with Typer,
 # so uv's lowest resolution of wizard's own ranges leaves it at its newest).
 lowest="$(mktemp -d)"; trap 'rm -rf "$lowest"' EXIT

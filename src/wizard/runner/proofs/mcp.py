@@ -187,8 +187,10 @@ async def _call(
         if server.tool not in tools:
             return failed(f"the server has no tool {server.tool!r} (it has: {', '.join(tools)})")
         calling.begin()
-        result = await session.call_tool(server.tool, server.arguments,
-                                         read_timeout_seconds=CALL_TIMEOUT_S)  # fmt: skip
+        # Timed here, not by the client's `read_timeout_seconds` (a `timedelta` in mcp 1.x,
+        # seconds in 2.x): the probe speaks to a server with either.
+        result = await asyncio.wait_for(session.call_tool(server.tool, server.arguments),
+                                        CALL_TIMEOUT_S)  # fmt: skip
         await settle()
     if not getattr(result, "isError", False) and not getattr(result, "is_error", False):
         return ""
