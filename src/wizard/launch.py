@@ -266,7 +266,7 @@ def launch(
             plan = plan_run(program, flags, {**environ, **extra})
             return await run_program(plan, bus, ask=ask, run_id=run_id, tally=tally)
 
-        outcome = _run_to_the_end(program, flags, run, services, tally)
+        outcome = _run_to_the_end(program, run, services, tally)
         discard_ahead()  # wizard's own, if the run never took it
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
@@ -296,7 +296,6 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 def _run_to_the_end(
     program: ProgramConfig,
-    flags: RunFlags,
     run: Callable[[Mapping[str, str]], Awaitable[Outcome]],
     services: Services | None,
     tally: Tally,
