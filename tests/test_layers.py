@@ -149,6 +149,7 @@ RULES: list[tuple[tuple[str, ...], tuple[str, ...], str]] = [
         (
             "wizard.runner.harness.driver",
             "wizard.runner.harness.gate",
+            "wizard.runner.harness.activity",
             "wizard.runner.harness.listener",
             "wizard.runner.harness.watchdog",
             "wizard.runner.harness.state",

@@ -20,7 +20,8 @@ from wizard.journal import store as store_module
 from wizard.journal.store import GitStore
 from wizard.listings import ListingStopped
 from wizard.runner import journaling
-from wizard.runner.harness.gate import SessionCalls, ToolActivity, ToolGate
+from wizard.runner.harness.activity import SessionCalls, ToolActivity
+from wizard.runner.harness.gate import ToolGate
 from wizard.runner.journaling import RunJournal, _Ahead
 from wizard.tools.fence import Fence
 

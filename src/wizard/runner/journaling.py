@@ -29,7 +29,7 @@ from wizard.events import EventSink, LogLine
 from wizard.journal import Journal, RunRecord, Walked, git_available
 from wizard.layout import SKILLS_ROOT
 from wizard.listings import FolderListing, beside, list_gently, take_ahead
-from wizard.runner.harness.gate import ToolActivity
+from wizard.runner.harness.activity import ToolActivity
 from wizard.runner.sequence.context import Binding
 from wizard.tools.paths import is_env_name
 from wizard.tools.shell import PLACEHOLDERS

@@ -37,7 +37,7 @@ from wizard.journal.lock import project_lock
 from wizard.logs import logger
 from wizard.outcome import Outcome, Outro, Tally
 from wizard.runner.fitting import not_applicable_outro, unfit
-from wizard.runner.harness.gate import ToolActivity
+from wizard.runner.harness.activity import ToolActivity
 from wizard.runner.harness.proxy import make_client_ahead
 from wizard.runner.harness.registry import make_harness
 from wizard.runner.harness.types import Harness

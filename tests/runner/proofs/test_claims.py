@@ -110,6 +110,10 @@ def _sent_through(client: str, call: str) -> Callable[[str], str]:
         ({"extensions.py": FLASK_MAIL, "helpers.py": "from extensions import mail\n",
           "app.py": _sent_through("from helpers import mail as m", "m.send")},
          ["app.py:38 m.send"]),
+        # Flask-Mail reached through another package's name.
+        ({"app.py": _sent_through("from flask import current_app",
+                                  "current_app.extensions['mail'].send")},
+         ["app.py:38 current_app.extensions['mail'].send"]),
         # A module named like the client that still uses Flask-Mail.
         ({"posthog_email.py": "from flask_mail import Message\n" + CLASS_CLIENT,
           "app.py": _sent_through("from posthog_email import EmailClient", "EmailClient().send")},

@@ -12,7 +12,7 @@ from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType, AgentResult, exit_code
 from wizard.programs import get_program, skill_program
 from wizard.programs.types import ProgramConfig
-from wizard.runner.harness.gate import ToolActivity
+from wizard.runner.harness.activity import ToolActivity
 from wizard.runner.harness.pi.harness import PiHarness
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.sequence.context import RunContext

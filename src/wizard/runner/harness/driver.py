@@ -27,7 +27,8 @@ from wizard.errors import EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted
 from wizard.outcome import AgentResult
 from wizard.runner.harness import endings
-from wizard.runner.harness.gate import SessionCalls, ToolGate
+from wizard.runner.harness.activity import SessionCalls
+from wizard.runner.harness.gate import ToolGate
 from wizard.runner.harness.listener import RunListener
 from wizard.runner.harness.prompts import runtime_notes
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy

@@ -10,19 +10,19 @@ MCP server):
 - **run it** (`call`): one of wizard's host tools, whose failure, whatever it is, goes back
   to the model as a tool error instead of up the stack.
 
-The transports only translate; every decision is made here, once. The gate also counts the
-calls it lets run (`ToolActivity`), for the journal: once every one of them has ended,
-nothing of the agent's runs until the gate lets the next one through.
+The transports only translate; every decision is made here, once. What it decided goes to
+the session's `SessionCalls` (`activity.py`), which tells the journal when nothing of the
+agent's runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from wizard.logs import logger
+from wizard.runner.harness.activity import SessionCalls, ToolActivity
 from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.fence import Fence
 
@@ -34,96 +34,6 @@ log = logger(__name__)
 
 ENDING = "Blocked: the run is ending; no more tools run."
 UNPREPARED = "Blocked: the run is not ready for tools; nothing runs until its skill is installed."
-
-
-class ToolActivity:
-    """The tool calls a run's gates let through, and which of them have not ended: whether
-    anything of the agent's may be running, and a mark that says nothing was let through
-    since (`mark`, `still`).
-
-    Every call is let through by a gate before it runs, on every engine (fail closed); its
-    end is the engine's `tool_end` event for its id, in its own session (`session`: another
-    session's ids may repeat them, as a scripted or local model numbers its calls). A
-    command's processes end with it (the OS sandbox kills what it started), so with the
-    sandbox on, a run whose calls have all ended changes nothing until the next is let
-    through. A call let through without an id, or an id a session's gate saw before, could
-    never be told apart from another's end: from then on the run is never quiet."""
-
-    def __init__(
-        self,
-        on_quiet: Callable[[int], None] = lambda mark: None,
-        on_busy: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.on_quiet = on_quiet  # called with the mark each time the last open call ends
-        self.on_busy = on_busy  # called each time a call is let through
-        # Set once the run is ending (`ending`): what is quiet then is, as far as anyone
-        # knows, quiet for good.
-        self.closing = False
-        self._let_through = 0
-        self._seen: set[str] = set()  # every call a gate judged, by session and id
-        self._open: set[str] = set()
-        self._unmatched = False
-        self._sessions = itertools.count()
-
-    def session(self) -> SessionCalls:
-        """A view of this for one session's gate and events."""
-        return SessionCalls(self, next(self._sessions))
-
-    def judged(self, key: str | None, let_through: bool) -> None:
-        """A gate judged a call (`key`: its session and id), and let it run or not."""
-        if key is None or key in self._seen:
-            self._unmatched = True
-        else:
-            self._seen.add(key)
-        if let_through:
-            self.on_busy()
-            self._let_through += 1
-            if key is not None:
-                self._open.add(key)
-
-    def ended(self, key: str) -> None:
-        """The engine said a call ended."""
-        if key in self._open:
-            self._open.discard(key)
-            if (mark := self.mark()) is not None:
-                self.on_quiet(mark)
-
-    def ending(self) -> None:
-        """The run is ending (a stop marker latched, or a critical violation): its gates let
-        nothing through any more. Says so to `on_quiet` now if no call is running, else when
-        the last ends. Once: each conversation that ends the run says so."""
-        if self.closing:
-            return
-        self.closing = True
-        if (mark := self.mark()) is not None:
-            self.on_quiet(mark)
-
-    def mark(self) -> int | None:
-        """A mark of this moment, when no call that was let through is still running."""
-        return None if self._open or self._unmatched else self._let_through
-
-    def still(self, mark: int | None) -> bool:
-        """Whether nothing was let through since `mark` was taken."""
-        return mark is not None and self.mark() == mark
-
-
-class SessionCalls:
-    """One session's part of the run's `ToolActivity`: what its gate judged, and its engine's
-    `tool_end` events (subscribe it to the session)."""
-
-    def __init__(self, run: ToolActivity, session: int) -> None:
-        self.run, self._session = run, session
-
-    def _key(self, call_id: object) -> str:
-        return f"{self._session}:{call_id}"
-
-    def judged(self, call_id: str | None, let_through: bool) -> None:
-        """The session's gate judged a call."""
-        self.run.judged(None if call_id is None else self._key(call_id), let_through)
-
-    def __call__(self, event: Mapping[str, Any]) -> None:
-        if event.get("type") == "tool_end":
-            self.run.ended(self._key(event.get("id")))
 
 
 class ToolGate:

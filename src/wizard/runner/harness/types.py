@@ -16,7 +16,8 @@ from typing import Any, Literal, Protocol
 
 from wizard.events import EventSink
 from wizard.outcome import AgentResult
-from wizard.runner.harness.gate import ToolActivity, ToolGate
+from wizard.runner.harness.activity import ToolActivity
+from wizard.runner.harness.gate import ToolGate
 from wizard.runner.harness.usage import PRICES, RunSpend
 from wizard.signals import DEFAULT_GATEWAY_MARKER
 from wizard.tools.base import HostTool

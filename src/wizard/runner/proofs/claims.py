@@ -131,9 +131,12 @@ def _calls_of(code: Codebase, patterns: Sequence[CallPattern]) -> Iterator[tuple
             if pattern.modules and not any(_imports(names, module) for module in pattern.modules):
                 continue
             for node in nodes(source.root):
+                if node.type not in CALLS:
+                    continue
                 name = callee(node)
-                if (node.type in CALLS and name.rsplit(".", 1)[-1] in pattern.names
-                        and _may_be(pattern, bound.get(_root(name)), source, code)):  # fmt: skip
+                if name.rsplit(".", 1)[-1] in pattern.names and _may_be(
+                    pattern, bound.get(_root(name)), source, code
+                ):
                     yield source, node
 
 
@@ -148,13 +151,18 @@ def _may_be(
 ) -> bool:
     """Whether a call whose chain starts from a name `source` imports (`bound`; None: a name
     it does not import, such as `mail = Mail(app)`) may be one `pattern` names. It may not
-    when the name comes from where the pattern's modules are not used: another package, or
-    an app file that defines it (or imports it from such a place) without importing them."""
+    only when the name comes from the app's own code and that code does not use the
+    pattern's modules: an app file that defines it, or imports it from such a file, without
+    importing them. Another package's name may be anything (`current_app.extensions["mail"]`
+    is Flask-Mail's): it counts."""
     if bound is None or not pattern.modules:
         return True
     if any(_imports(set(bound.modules), module) for module in pattern.modules):
         return True
-    for path in {found for module in bound.modules for found in import_files(module, source, code)}:
+    files = {found for module in bound.modules for found in import_files(module, source, code)}
+    if not files:  # another package's: what it is, is not seen here
+        return True
+    for path in files:
         if (held := code.source(path)) is None:
             continue
         again = import_bindings(held).get(bound.name)

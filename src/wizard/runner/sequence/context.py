@@ -11,7 +11,7 @@ from typing import Any, TypedDict, TypeVar
 from wizard.events import AnalyticsEvent, EventSink
 from wizard.outcome import AgentErrorType, Outcome, OutcomeStatus, Outro, Tally
 from wizard.programs.types import Binding, ProgramConfig
-from wizard.runner.harness.gate import ToolActivity
+from wizard.runner.harness.activity import ToolActivity
 from wizard.runner.harness.types import GatewaySettings
 from wizard.runner.harness.usage import PRICES, RunSpend
 from wizard.signals import AbortSource
