@@ -122,6 +122,16 @@ def class_email(app: Path) -> list[dict[str, Any]]:
             _changed(app, "app.py", (FLASK_SEND, body), (CELERY, imported))]  # fmt: skip
 
 
+def current_app_email(app: Path) -> list[dict[str, Any]]:
+    """The client written and recorded, while the app still sends through Flask-Mail, now
+    reached through Flask's `current_app` rather than the `mail` name."""
+    imported = f"{CELERY}\nfrom flask import current_app\n"
+    body = FLASK_SEND.replace("mail.send(msg)", "current_app.extensions['mail'].send(msg)")
+    return [_write("posthog_email.py", SENDER),
+            _write(".posthog/email-probe.json", json.dumps(CLIENT_ENTRY)),
+            _changed(app, "app.py", (FLASK_SEND, body), (CELERY, imported))]  # fmt: skip
+
+
 def stub_email(app: Path) -> list[dict[str, Any]]:
     """A stub that posts to the API, recorded as the send path; the app untouched."""
     entry = {"module": "stub_send", "function": "send", "args": ["{recipient}"]}
@@ -412,6 +422,7 @@ CASES = [
                 email(wired=False, entry=CLIENT_ENTRY),
             ),
             ("send gutted, client never called", "sabotaged", email(wired=False, gut=True)),
+            ("Flask-Mail still sends, through current_app", "sabotaged", current_app_email),
             ("stub script recorded", "sabotaged", stub_email),
             ("syntax error", "sabotaged", email(broken=True)),
             ("did nothing", "sabotaged", DID_NOTHING),
