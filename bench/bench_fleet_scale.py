@@ -1,0 +1,184 @@
+"""Benchmark: how a fleet scales, with a stand-in for `wizard run` at the activity's edge.
+
+Run: .venv/bin/python bench/bench_fleet_scale.py [--sizes 100,1000] [--workers 1,2]
+                                                 [--parallel 8] [--json FILE]
+
+Each fleet runs on the embedded Temporal server (started before the clock) with the fleet's
+real workflows and activities (claim, clone, run, clean up); only `wizard run` is the test
+suite's stand-in (`tests/fleet/fake_wizard.py`: it writes a succeeded outcome at once), so
+what is measured is the fleet itself. Every repository is a clone of one local repository.
+WORKERS workers serve it, each with its own queue and `--parallel` slots (this process and
+WORKERS − 1 processes of their own, as `wizard fleet worker`s are); the fleet's own bound is
+WORKERS × PARALLEL. Measured per size and worker count:
+
+- wall time from the start to the burndown, and repositories started per second;
+- the fleet workflow's history (events; Temporal's hard limit is 51,200) and the largest
+  repository workflow's;
+- the peak memory of this process (the workers) and of the server.
+
+Every burndown is checked: each repository ran once and ended set up. Results in
+`bench/results/fleet_scale.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from wizard.fleet.activities import Steps
+from wizard.fleet.model import FleetSpec, Repo
+from wizard.fleet.server import (
+    Server,
+    connect_embedded,
+    ensure_server,
+    running_server,
+    stop_server,
+)
+from wizard.fleet.service import serve, start_fleet
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = ROOT / "tests" / "fleet" / "fake_wizard.py"
+
+
+def _source(folder: Path) -> Path:
+    """One small git repository every repository of the fleet is cloned from."""
+    repo = folder / "source"
+    repo.mkdir()
+    (repo / "app.py").write_text("print('hi')\n")
+    for args in (["init", "--quiet"], ["add", "-A"], ["commit", "--quiet", "-m", "app"]):
+        subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=repo,
+                       check=True, capture_output=True)  # fmt: skip
+    return repo
+
+
+async def _history_events(client: Any, workflow_id: str) -> int:
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return len(history.events)
+
+
+async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel: int,
+                 source: Path) -> dict[str, Any]:  # fmt: skip
+    script = folder / f"script-{size}-{workers}.json"
+    log = folder / f"log-{size}-{workers}.jsonl"
+    ids = [f"r{i}" for i in range(size)]
+    script.write_text(json.dumps({repo: [{}] for repo in ids}))
+    os.environ["FAKE_WIZARD_SCRIPT"], os.environ["FAKE_WIZARD_LOG"] = str(script), str(log)
+    spec = FleetSpec(fleet_id=f"scale-{uuid.uuid4().hex[:8]}", program="revenue-analytics",
+                     repos=tuple(Repo(repo, str(source)) for repo in ids),
+                     max_parallel=workers * parallel)  # fmt: skip
+    client = await connect_embedded(server, "default")
+    # This process is the first worker; each other one is a process of its own, as `wizard
+    # fleet worker` is (Temporal's SDK takes one worker per task queue in a process).
+    others = [subprocess.Popen([sys.executable, __file__, "--serve", str(folder / f"w-{size}-{n}"),
+                                str(parallel), str(folder / "temporal")])
+              for n in range(1, workers)]  # fmt: skip
+    steps = Steps(folder / f"w-{size}-0", parallel, (sys.executable, str(FAKE)))
+    processes = [psutil.Process(), *(psutil.Process(other.pid) for other in others)]
+    peaks = {"workers_mb": 0.0, "server_mb": 0.0}
+
+    async def sample(done: asyncio.Future[Any]) -> None:
+        while not done.done():
+            rss = sum(_rss(process) for process in processes)
+            peaks["workers_mb"] = max(peaks["workers_mb"], rss / 2**20)
+            peaks["server_mb"] = max(peaks["server_mb"], _tree_rss(server.pid) / 2**20)
+            await asyncio.sleep(0.5)
+
+    started = time.monotonic()
+    handle, _ = await start_fleet(client, spec)
+    result = asyncio.ensure_future(handle.result())
+    try:
+        await asyncio.gather(serve(client, steps, result), sample(result))
+    finally:
+        for other in others:  # a helper: its graceful shutdown waits on Temporal's polls
+            other.kill()
+            other.wait(timeout=30)
+    wall = time.monotonic() - started
+    burndown = result.result()
+    ended = {row.repo: row.status for row in burndown.rows}
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    starts = [run for run in runs if run["event"] == "start"]
+    assert set(ended.values()) == {"set up"} and len(ended) == size, burndown
+    assert sorted(run["repo"] for run in starts) == sorted(ids), "a repository ran twice"
+    repo_events = [await _history_events(client, f"{spec.fleet_id}/{repo}")
+                   for repo in ids[:: max(1, size // 20)]]  # fmt: skip
+    return {
+        "repositories": size, "workers": workers, "parallel_per_worker": parallel,
+        "wall_seconds": round(wall, 1), "starts_per_second": round(size / wall, 2),
+        "fleet_history_events": await _history_events(client, spec.fleet_id),
+        "largest_repo_history_events": max(repo_events),
+        "workers_peak_mb": round(peaks["workers_mb"]), "server_peak_mb": round(peaks["server_mb"]),
+    }  # fmt: skip
+
+
+async def _main(sizes: list[int], workers: list[int], parallel: int) -> list[dict[str, Any]]:
+    folder = Path(tempfile.mkdtemp(prefix="wizard-fleet-scale-", dir="/var/tmp"))
+    server = await asyncio.to_thread(ensure_server, folder / "temporal")
+    source = _source(folder)
+    results = []
+    try:
+        for size in sizes:
+            for count in workers:
+                row = await _fleet(server, folder, size, count, parallel, source)
+                print(json.dumps(row), flush=True)
+                results.append(row)
+    finally:
+        stop_server(folder / "temporal")
+    return results
+
+
+def _rss(process: psutil.Process) -> int:
+    try:
+        return int(process.memory_info().rss)
+    except psutil.Error:
+        return 0
+
+
+def _tree_rss(pid: int) -> int:
+    """The memory of a process and its children (the server runs in an enclosure)."""
+    try:
+        root = psutil.Process(pid)
+        return sum(_rss(process) for process in [root, *root.children(recursive=True)])
+    except psutil.Error:
+        return 0
+
+
+async def _serve(root: Path, parallel: int, server_folder: Path) -> None:
+    """Another worker of the bench's fleets, until it is stopped."""
+    server = running_server(server_folder)
+    assert server is not None, "no embedded server"
+    client = await connect_embedded(server, "default")
+    await serve(client, Steps(root, parallel, (sys.executable, str(FAKE))),
+                asyncio.get_running_loop().create_future())  # fmt: skip
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        root, parallel, server_folder = sys.argv[2:5]
+        asyncio.run(_serve(Path(root), int(parallel), Path(server_folder)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--parallel", type=int, default=8)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    workers = [int(count) for count in args.workers.split(",")]
+    results = asyncio.run(_main(sizes, workers, args.parallel))
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
