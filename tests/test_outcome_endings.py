@@ -40,6 +40,14 @@ def _done(status: str = "done") -> dict[str, Any]:
 
 
 CHECKED = [[reply(_done())]]
+CLIENT_TASK = "# Task client:"
+
+
+def _planned(client: list[Any]) -> dict[str, list[Any]]:
+    """The scripts of a run that plans `check` then `client`, `check` done, `client` as given."""
+    return {SEED_LINE: [PLAN], "# Task check:": [CHECKED], CLIENT_TASK: [client]}
+
+
 KEYED = SENDER.replace('os.environ["POSTHOG_EMAIL_API_KEY"]', '"phx_live_4f9a"')
 # What the `client` task does, by the ending it leads to.
 CLIENT = {
@@ -105,9 +113,7 @@ def test_each_ending_carries_the_whole_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ending: str
 ) -> None:
     run = Launched(tmp_path, monkeypatch)
-    outcome = run(
-        {SEED_LINE: [PLAN], "# Task check:": [CHECKED], "# Task client:": [CLIENT[ending]]}
-    )
+    outcome = run(_planned(CLIENT[ending]))
     assert (outcome.status, outcome.error_type) == ENDS[ending], (outcome.reason, outcome.outro)
     client = {"failed": "failed", "aborted": "failed"}.get(ending, "done")
     _whole(outcome, {"check": "done", "client": client})
@@ -121,19 +127,18 @@ def test_a_cancelled_run_carries_the_whole_run_and_resumes_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = Launched(tmp_path, monkeypatch)
-    cut = run({SEED_LINE: [PLAN], "# Task check:": [CHECKED], "# Task client:": [HANGS]},
-              cut="# Task client:")  # fmt: skip
+    cut = run(_planned(HANGS), cut=CLIENT_TASK)
     assert (cut.status, cut.signal, exit_code(cut)) == ("cancelled", signal.SIGTERM, 143)
     _whole(cut, {"check": "done", "client": "stopped"})
     assert cut.outro is not None and f"wizard resume {cut.run_id}" in (cut.outro.body or "")
 
     # Resumed, and cut again: the second cut still says which run it carried on.
-    again = run({"# Task client:": [HANGS]}, resume_from=cut.run_id, cut="# Task client:")
+    again = run({CLIENT_TASK: [HANGS]}, resume_from=cut.run_id, cut=CLIENT_TASK)
     assert again.status == "cancelled"
     _whole(again, {"check": "done", "client": "stopped"}, turns=False)  # its one turn was cut
     assert (again.resumed_from, again.replanned) == (cut.run_id, False)
 
-    resumed = run({"# Task client:": [CLIENT["succeeded"]]}, resume_from=again.run_id)
+    resumed = run({CLIENT_TASK: [CLIENT["succeeded"]]}, resume_from=again.run_id)
     assert resumed.status == "succeeded", (resumed.reason, resumed.verification)
     _whole(resumed, {"check": "done", "client": "done"})
     assert (resumed.resumed_from, resumed.replanned) == (again.run_id, False)
@@ -149,9 +154,7 @@ def test_a_resume_that_planned_again_says_so_whatever_its_ending(
     cut = run({SEED_LINE: [HANGS]}, cut=SEED_LINE)
     assert cut.status == "cancelled" and cut.tasks == ()
     assert cut.usage is not None and cut.usage.turns == 0  # its one turn was cut
-    scripts = {SEED_LINE: [PLAN], "# Task check:": [CHECKED],
-               "# Task client:": [CLIENT["nothing set up"]]}  # fmt: skip
-    resumed = run(scripts, resume_from=cut.run_id)
+    resumed = run(_planned(CLIENT["nothing set up"]), resume_from=cut.run_id)
     assert resumed.status == "unverified"
     _whole(resumed, {"check": "done", "client": "done"})
     assert (resumed.resumed_from, resumed.replanned) == (cut.run_id, True)
@@ -161,7 +164,6 @@ def test_a_run_the_budget_ended_carries_the_whole_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = Launched(tmp_path, monkeypatch)
-    outcome = run({SEED_LINE: [PLAN], "# Task check:": [CHECKED], "# Task client:": [HANGS]},
-                  max_time="3s")  # fmt: skip
+    outcome = run(_planned(HANGS), max_time="3s")
     assert outcome.error_type is AgentErrorType.BUDGET_EXCEEDED, (outcome.status, outcome.reason)
     _whole(outcome, {"check": "done", "client": "failed"})
