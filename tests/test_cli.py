@@ -577,6 +577,29 @@ def test_every_run_option_fills_its_flag_and_every_flag_has_its_option() -> None
     assert set(SCREEN_OPTIONS) == {field.name for field in fields(Screen)}
 
 
+@pytest.mark.parametrize("command", [["run", "transactional-email"], ["skill", "email-setup"],
+                                     ["demo"]])  # fmt: skip
+def test_what_main_started_with_the_process_is_handed_to_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """The timeline `__main__` gives `main` (pi's host, the dependency listing) reaches the
+    run each agent command launches: one value, no module state between them."""
+    import wizard.launch
+    from wizard.ahead import Timeline
+
+    handed: list[object] = []
+
+    def launch(*args: object) -> object:
+        handed.append(args[-1])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(wizard.launch, "launch", launch)
+    ahead = Timeline()
+    project = ["--project", str(tmp_path)] if command[0] != "demo" else []
+    runner.invoke(app, [*command, *project], obj=ahead)
+    assert len(handed) == 1 and handed[0] is ahead
+
+
 def test_the_commands_gather_their_options_into_flags_and_screen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -585,7 +608,7 @@ def test_the_commands_gather_their_options_into_flags_and_screen(
     import wizard.cli as cli
 
     launched: list[tuple[str, object, object]] = []
-    monkeypatch.setattr(cli, "_launch", lambda program, flags, screen: launched.append(
+    monkeypatch.setattr(cli, "_launch", lambda ctx, program, flags, screen: launched.append(
         (program.id, flags, screen)))  # fmt: skip
     project = tmp_path / "app"
     project.mkdir()

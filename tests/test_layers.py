@@ -17,7 +17,7 @@ from wizard.runner.harness.registry import HARNESSES
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 LEAVES = ("wizard.signals", "wizard.outcome", "wizard.events", "wizard.errors", "wizard.layout",
           "wizard.walk", "wizard.argv", "wizard.listings", "wizard.logs",
-          "wizard.pinned", "wizard.own_git")  # fmt: skip
+          "wizard.pinned", "wizard.own_git", "wizard.ahead")  # fmt: skip
 # Every registered harness's adapter package: each is kept apart from the others and from
 # the driver, whatever engines the registry holds.
 ADAPTERS = tuple(entry.adapter for entry in HARNESSES.values())
@@ -241,3 +241,29 @@ def test_a_circle_is_found() -> None:
     """The check above finds a circle, direct or around three modules."""
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
     assert sorted(_circles(edges)) == [["a", "b", "c"], ["d", "e"]]
+
+
+def _rebinds_globals(source: str) -> list[str]:
+    """Where `source` rebinds a module's name from inside a function (`global`)."""
+    return [
+        f"line {node.lineno}: global {', '.join(node.names)}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Global)
+    ]
+
+
+def test_no_module_keeps_a_run_s_state_in_its_globals() -> None:
+    """Work a run takes ahead lives on its timeline (`wizard.ahead`), handed from `__main__`
+    to the `Run`; no module rebinds a global to hold a process, a thread or a result."""
+    found = sorted(
+        f"{path.relative_to(SOURCE)} {where}"
+        for path in (SOURCE / "wizard").rglob("*.py")
+        if "sample_project" not in path.parts
+        for where in _rebinds_globals(path.read_text())
+    )
+    assert not found, "\n".join(found)
+
+
+def test_a_global_rebound_is_found() -> None:
+    assert _rebinds_globals("_host = None\ndef start():\n    global _host\n    _host = 1\n")
+    assert not _rebinds_globals("_hosts = []\ndef start():\n    _hosts.append(1)\n")

@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 
 from wizard import listings
+from wizard.ahead import Timeline
 from wizard.journal import Journal
 from wizard.listings import (
+    LISTED_AHEAD,
     FolderListing,
+    ListingAhead,
     ListingStopped,
     read_listing,
     start_ahead,
@@ -26,11 +29,12 @@ from wizard.listings import (
 from wizard.walk import walk
 
 
-@pytest.fixture(autouse=True)
-def _no_listing_left(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(listings, "_ahead", None)
-    yield
-    listings.discard_ahead()
+@pytest.fixture
+def ahead() -> Iterator[Timeline]:
+    """A run's timeline; what nothing took on it is discarded afterwards."""
+    timeline = Timeline()
+    yield timeline
+    timeline.close()
 
 
 def _project(root: Path) -> Path:
@@ -56,8 +60,12 @@ def _project(root: Path) -> Path:
 
 
 def _listed(project: Path) -> list[FolderListing] | None:
-    start_ahead(["run", "transactional-email", "--ci", "--project", str(project)])
-    return take_ahead(project.resolve())
+    ahead = Timeline()
+    start_ahead(["run", "transactional-email", "--ci", "--project", str(project)], ahead)
+    try:
+        return take_ahead(ahead, project.resolve())
+    finally:
+        ahead.close()
 
 
 def test_the_listings_taken_ahead_are_the_ones_the_journal_takes(tmp_path: Path) -> None:
@@ -223,16 +231,29 @@ def test_a_thread_that_lists_gently_runs_its_find_at_the_lowest_priority_and_its
     assert said.read_text().strip() == str(ours)
 
 
-def test_a_listing_of_another_project_is_not_taken_and_ends(tmp_path: Path) -> None:
+def test_a_listing_of_another_project_is_not_taken_and_ends(
+    tmp_path: Path, ahead: Timeline
+) -> None:
     project = _project(tmp_path)
     other = tmp_path / "other"
     other.mkdir()
-    start_ahead(["run", "transactional-email", "--project", str(project)])
-    assert listings._ahead is not None
-    process = listings._ahead[0]
-    assert take_ahead(other) is None
-    assert process.returncode is not None
-    assert take_ahead(project.resolve()) is None  # taken once, whatever became of it
+    start_ahead(["run", "transactional-email", "--project", str(project)], ahead)
+    listing = ahead.peek(LISTED_AHEAD)
+    assert listing is not None
+    assert take_ahead(ahead, other) is None
+    assert listing.process.returncode is not None
+    assert take_ahead(ahead, project.resolve()) is None  # taken once, whatever became of it
+
+
+def test_a_listing_nothing_took_is_ended_with_the_run_s_timeline(
+    tmp_path: Path, ahead: Timeline
+) -> None:
+    start_ahead(["run", "transactional-email", "--project", str(_project(tmp_path))], ahead)
+    listing = ahead.peek(LISTED_AHEAD)
+    assert listing is not None
+    ahead.close()
+    assert listing.process.returncode is not None
+    assert not ahead.has(LISTED_AHEAD)
 
 
 @pytest.mark.parametrize(
@@ -251,21 +272,21 @@ def test_a_listing_of_another_project_is_not_taken_and_ends(tmp_path: Path) -> N
     ],
 )
 def test_only_a_run_on_a_project_lists_ahead(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], lists: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: Timeline, argv: list[str], lists: bool
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    start_ahead([word.format(project=tmp_path) for word in argv])
-    assert (listings._ahead is not None) is lists
-    if lists:
-        assert listings._ahead is not None
-        assert listings._ahead[1] == tmp_path.resolve()
+    start_ahead([word.format(project=tmp_path) for word in argv], ahead)
+    listing = ahead.peek(LISTED_AHEAD)
+    assert (listing is not None) is lists
+    if listing is not None:
+        assert listing.project == tmp_path.resolve()
 
 
-def _ahead_from(monkeypatch: pytest.MonkeyPatch, project: Path, output: bytes, code: int) -> None:
-    """A listing process that printed `output` and ended with `code`."""
+def _ahead_from(ahead: Timeline, project: Path, output: bytes, code: int) -> None:
+    """A listing process that printed `output` and ended with `code`, on `ahead`."""
     script = f"import sys; sys.stdout.buffer.write({output!r}); sys.exit({code})"
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
-    monkeypatch.setattr(listings, "_ahead", (process, project))
+    ahead.start(LISTED_AHEAD, ListingAhead(process, project))
 
 
 def _printed(listing: FolderListing, data: bytes | None = None) -> bytes:
@@ -281,7 +302,7 @@ def _printed(listing: FolderListing, data: bytes | None = None) -> bytes:
      ("repos not names", 0)],
 )  # fmt: skip
 def test_a_listing_that_is_not_whole_is_not_taken(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, code: int
+    tmp_path: Path, ahead: Timeline, case: str, code: int
 ) -> None:
     project = _project(tmp_path)
     listing = listings.folder_listing(project / "node_modules", "node_modules")
@@ -293,8 +314,8 @@ def test_a_listing_that_is_not_whole_is_not_taken(
         "garbage": b"not a listing\n",
         "repos not names": _printed(listing).replace(b'"repos": {}', b'"repos": {"a": 1}'),
     }[case]
-    _ahead_from(monkeypatch, project, output, code)
-    taken = take_ahead(project)
+    _ahead_from(ahead, project, output, code)
+    taken = take_ahead(ahead, project)
     if case == "whole":
         assert taken == [FolderListing(listing.path, listing.digest, listing.data, {})]
     else:

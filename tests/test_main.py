@@ -11,7 +11,7 @@ import pytest
 SCRIPT = """
 import atexit, sys, threading, time
 import wizard.cli
-def main():
+def main(ahead=None):
     print("buffered, not yet flushed", end="")
     threading.Thread(target=lambda: (time.sleep(0.2), print(" thread done", end=""))).start()
     raise SystemExit({code})

@@ -82,8 +82,9 @@ class Launched:
 
     def __call__(self, scripts: dict[str, list[Any]], *, cut: str = "", **flags: Any) -> Outcome:
         sessions = FakeSessions(scripts)
-        self.monkeypatch.setattr("wizard.runner.run.make_harness",
-                                 lambda name: PiHarness(session_factory=sessions))  # fmt: skip
+        self.monkeypatch.setattr(
+            "wizard.runner.run.make_harness", lambda *_: PiHarness(session_factory=sessions)
+        )
         if cut:  # SIGTERM once a session whose first prompt has `cut` is waiting on its model
             threading.Thread(target=_cut_at, args=(sessions, cut), daemon=True).start()
         run = RunFlags(project=self.project, sequence="orchestrator",

@@ -6,20 +6,27 @@ outcome for machines) and exit 130, never a traceback; if an interrupted import 
 screen's own modules broken, a plain line says so instead.
 """
 
+from __future__ import annotations
+
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wizard.ahead import Timeline
 
 
 def run() -> None:
     """Load the CLI, then run it; the only way in. A run of pi gets its engine started while
     the rest loads (`runner.harness.pi.early`), and a run's journal its project's dependency
-    folders listed (`listings`)."""
+    folders listed (`listings`): both on one timeline (`wizard.ahead`), which the CLI hands
+    to the run."""
     try:
-        _start_early()
+        ahead = _start_early()
         from wizard.cli import main
     except KeyboardInterrupt:
         raise SystemExit(_cancelled_while_loading()) from None
     try:
-        main()
+        main(ahead)
     except SystemExit as done:
         _exit_now(done.code)
 
@@ -30,25 +37,31 @@ _RUN_MODULES = ("wizard.cli", "typer._adapters", "wizard.launch", "wizard.runner
                 "wizard.runner.harness.pi.harness")  # fmt: skip
 
 
-def _start_early() -> None:
-    """What a run will need, started before the rest loads: wizard's programs pinned
-    (`pinned`), pi's host if it runs pi as the switchboard decides (its engine checked first:
-    the host's load is such a run's longest wait), then the listing of the project's
-    dependency folders."""
+def _start_early() -> Timeline:
+    """What a run will need, started before the rest loads, on the run's timeline: wizard's
+    programs pinned (`pinned`), pi's host if it runs pi as the switchboard decides (its
+    engine checked first: the host's load is such a run's longest wait), then the listing of
+    the project's dependency folders. What nothing takes is discarded at exit at the latest."""
+    import atexit
     import os
 
+    from wizard.ahead import Timeline
     from wizard.argv import AGENT_COMMANDS, run_words
     from wizard.pinned import pin_tools
-    from wizard.runner.harness.pi.early import load_behind_host, prestart
+    from wizard.runner.harness.pi.early import EARLY_HOST, load_behind_host, prestart
 
     argv = sys.argv[1:]
     pin_tools(argv, os.environ)  # before anything starts: every process inherits it
+    ahead = Timeline()
+    atexit.register(ahead.close)  # first: what it starts goes whenever wizard does
     if run_words(argv, AGENT_COMMANDS) is not None:
-        prestart(lambda: _runs_pi(argv))
+        prestart(lambda: _runs_pi(argv), ahead)
     from wizard.listings import start_ahead  # after the host's start, which waits for nothing
 
-    listing = start_ahead(sys.argv[1:])
-    load_behind_host(_RUN_MODULES, ours=() if listing is None else (listing,))
+    listing = start_ahead(argv, ahead)
+    ours = () if listing is None else (listing,)
+    load_behind_host(_RUN_MODULES, ahead.peek(EARLY_HOST), ours=ours)
+    return ahead
 
 
 def _runs_pi(argv: list[str]) -> bool:

@@ -35,6 +35,7 @@ from wizard.outcome import EXIT_USAGE, Outcome, exit_code
 from wizard.runner.harness.registry import HARNESSES, HarnessEntry
 
 if TYPE_CHECKING:
+    from wizard.ahead import Timeline
     from wizard.launch import Screen, Services
     from wizard.programs.types import ProgramConfig
     from wizard.runner.plan import RunFlags
@@ -80,17 +81,23 @@ def _root(
 
 
 def _launch(
+    ctx: typer.Context,
     program: ProgramConfig,
     flags: RunFlags,
     screen: Screen,
     services: Services | None = None,
     after: Callable[[Outcome], None] | None = None,
 ) -> None:
+    """Launch the run, handing it what `__main__` started for it with the process (the
+    timeline `main` was given, in the context's `obj`)."""
+    from wizard.ahead import Timeline
     from wizard.config import with_config
     from wizard.launch import launch
 
+    root = ctx.find_root().obj
+    ahead = root if isinstance(root, Timeline) else None
     try:
-        outcome = launch(program, flags, screen, with_config(os.environ), services, after)
+        outcome = launch(program, flags, screen, with_config(os.environ), services, after, ahead)
     except WizardError as exc:
         raise usage_exit(exc, program.id, screen.ci, screen.outcome_json) from exc
     raise typer.Exit(exit_code(outcome))
@@ -99,6 +106,7 @@ def _launch(
 @app.command()
 @run_options()
 def run(
+    ctx: typer.Context,
     program: Annotated[
         str, typer.Argument(metavar="PROGRAM", help="The program to run (see `wizard programs`).")
     ],
@@ -112,12 +120,13 @@ def run(
         config = get_program(program)
     except WizardError as exc:
         raise usage_exit(exc, program, screen.ci, screen.outcome_json) from exc
-    _launch(config, flags, screen)
+    _launch(ctx, config, flags, screen)
 
 
 @app.command()
 @run_options()
 def skill(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="SKILL", help="The skill to run.")],
     flags: RunFlags,
     screen: Screen,
@@ -125,11 +134,12 @@ def skill(
     """Run one skill on a project (no program-specific abort screens)."""
     from wizard.programs import skill_program
 
-    _launch(skill_program(name), flags, screen)
+    _launch(ctx, skill_program(name), flags, screen)
 
 
 @app.command(short_help="Run the offline demo (no API key).")
 def demo(
+    ctx: typer.Context,
     scenario: Annotated[
         str,
         typer.Option(help="success, skill-abort, gateway-refusal or broken-build."),
@@ -170,6 +180,7 @@ def demo(
     flags = RunFlags(project=setup.project, harness="pi", sequence="linear", model=DEMO_MODEL,
                      no_sandbox=not sandboxed)  # fmt: skip
     _launch(
+        ctx,
         get_program(DEMO_PROGRAM),
         flags,
         Screen(ci=ci, verbose=verbose, outcome_json=outcome_json),
@@ -197,6 +208,7 @@ for _name, (_command, _summary) in COMMANDS.items():
 @app.command(short_help="Carry on an interrupted orchestrator run.")
 @run_options(omit=frozenset({"harness", "sequence", "model", "skills_dir", "preview", "patch_out"}))
 def resume(
+    ctx: typer.Context,
     run: RunArg = None,
     project: JournalProject = Path("."),
     *,
@@ -216,7 +228,7 @@ def resume(
         raise usage_exit(exc, run or "resume", screen.ci, screen.outcome_json) from exc
     flags = replace(flags, project=project, harness=record.harness, sequence="orchestrator",
                     resume_from=record.run_id)  # fmt: skip
-    _launch(config, flags, screen)
+    _launch(ctx, config, flags, screen)
 
 
 @app.command(short_help="Print the JSON Schema of the outcome or the --ci events.")
@@ -351,10 +363,12 @@ def engines_status() -> None:
 cancellable(app, engines_app)
 
 
-def main() -> None:
+def main(ahead: Timeline | None = None) -> None:
     """Console-script entry point, and the only exit. A usage error Click finds before any
     command runs (an unknown option, a bad value) is reported as wizard's own are: in its
-    words on stderr, and as the `usage_error` outcome with `--ci` / `--outcome-json`."""
+    words on stderr, and as the `usage_error` outcome with `--ci` / `--outcome-json`.
+    `ahead`: what `__main__` started with the process, handed to the run the command
+    launches (as the context's `obj`)."""
     import sys
 
     from wizard.cli_refusals import (
@@ -368,7 +382,7 @@ def main() -> None:
 
     click = click_exceptions()
     try:
-        code = app(standalone_mode=False, prog_name="wizard")
+        code = app(standalone_mode=False, prog_name="wizard", obj=ahead)
     except click.UsageError as exc:
         raise SystemExit(click_usage_error(exc, sys.argv[1:])) from None
     except click.ClickException as exc:

@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal, cast
 
+from wizard.ahead import Timeline
 from wizard.analytics import analytics_from_env
 from wizard.code_names import runs_code
 from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus, EventSink, LogLine
 from wizard.journal import Journal
-from wizard.listings import discard_ahead
 from wizard.names import shown
 from wizard.outcome import AgentErrorType, Outcome, Outro, Tally
 from wizard.processes import become_subreaper, stop_descendants
@@ -232,15 +232,18 @@ def launch(
     environ: Mapping[str, str],
     services: Services | None = None,
     after_run: Callable[[Outcome], None] | None = None,
+    ahead: Timeline | None = None,
 ) -> Outcome:
     """Run `program` as `flags` ask, shown as `screen` says (the live view or `--ci`), and
     return its outcome.
 
     `services` may run things for the length of the run inside its event loop (the demo's
-    gateway) and give extra environment; `after_run` prints anything after the outro. The
+    gateway) and give extra environment; `after_run` prints anything after the outro;
+    `ahead` is what `__main__` started with the process for the run (`wizard.ahead`). The
     outcome goes to `screen.outcome_json` before anything is printed: a closed terminal (the
     user's window, a killed tmux session) must not cost the machines their answer.
     """
+    ahead = ahead or Timeline()
     check_patch_out(flags, screen, environ)
     run_id = new_run_id()
     console = make_console(sys.stderr if screen.ci else sys.stdout)
@@ -264,10 +267,13 @@ def launch(
 
         async def run(extra: Mapping[str, str]) -> Outcome:
             plan = plan_run(program, flags, {**environ, **extra})
-            return await run_program(plan, bus, ask=ask, run_id=run_id, tally=tally)
+            return await run_program(plan, bus, ask=ask, run_id=run_id, tally=tally,
+                                     ahead=ahead)  # fmt: skip
 
         outcome = _run_to_the_end(program, run, services, tally)
-        discard_ahead()  # wizard's own, if the run never took it
+        # What no run took (a run that never began): ended before the sweep below, which
+        # would count it as left by the run.
+        ahead.close()
         if orphans := stop_descendants():  # whatever the agent started that outlived pi
             bus(LogLine(f"stopped {len(orphans)} process(es) left by the run", "warning"))
     if outcome.status == "cancelled":

@@ -25,7 +25,6 @@ leaf `argv`), so it loads nothing else of wizard.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import json
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
+from wizard.ahead import Key, Moment, Timeline
 from wizard.argv import project_named, run_words
 
 HEAVY_FOLDERS = frozenset(
@@ -53,7 +53,18 @@ HEAVY_FOLDERS = frozenset(
 # Folders a snapshot does not walk into: listed instead, or not journaled.
 NOT_WALKED = HEAVY_FOLDERS | {".git"}
 _RUNS = frozenset({"run", "skill"})
-_ahead: tuple[subprocess.Popen[bytes], Path] | None = None
+
+
+@dataclass(frozen=True)
+class ListingAhead:
+    """The process listing a project's dependency folders ahead of its run."""
+
+    process: subprocess.Popen[bytes]
+    project: Path
+
+
+# That process, on the run's timeline until the journal's first snapshot takes it.
+LISTED_AHEAD: Key[ListingAhead] = Key("the dependency folders' listing", Moment.PROCESS_START)
 
 
 class ListingStopped(Exception):
@@ -356,14 +367,13 @@ def digest_of(data: bytes) -> str:
     return hashlib.sha1(data, usedforsecurity=False).hexdigest()
 
 
-def start_ahead(argv: Sequence[str]) -> int | None:
-    """List the project's dependency folders in a process of its own, if this command line
-    runs a program or a skill on a project (`take_ahead`); its process id."""
-    global _ahead
+def start_ahead(argv: Sequence[str], ahead: Timeline) -> int | None:
+    """List the project's dependency folders in a process of its own, on `ahead`
+    (`LISTED_AHEAD`), if this command line runs a program or a skill on a project
+    (`take_ahead`); its process id."""
     words = run_words(argv, _RUNS)
-    if words is None or len(words) < 2 or _ahead is not None:
+    if words is None or len(words) < 2 or ahead.has(LISTED_AHEAD):
         return None
-    atexit.register(discard_ahead)  # first: the process goes whenever wizard does
     try:
         project = project_named(argv).resolve(strict=True)
         process = subprocess.Popen(
@@ -373,7 +383,7 @@ def start_ahead(argv: Sequence[str]) -> int | None:
         )  # fmt: skip
     except (OSError, RuntimeError):  # no such folder (the run says so), or no process
         return None
-    _ahead = (process, project)
+    ahead.start(LISTED_AHEAD, ListingAhead(process, project), _discarded)
     return process.pid
 
 
@@ -384,22 +394,21 @@ def _locale() -> dict[str, str]:
             if key == "LANG" or key.startswith("LC_")}  # fmt: skip
 
 
-def take_ahead(project: Path) -> list[FolderListing] | None:
-    """The listings of `project`'s dependency folders taken ahead, once that process has
-    ended (waited for); None if none were taken for it, or they cannot be trusted whole (the
-    process failed, or printed what is not a whole listing)."""
-    global _ahead
-    taken, _ahead = _ahead, None
+def take_ahead(ahead: Timeline, project: Path) -> list[FolderListing] | None:
+    """The listings of `project`'s dependency folders taken ahead (off `ahead`), once that
+    process has ended (waited for); None if none were taken for it, or they cannot be
+    trusted whole (the process failed, or printed what is not a whole listing)."""
+    taken = ahead.take(LISTED_AHEAD)
     if taken is None:
         return None
-    process, listed = taken
-    if listed != project:
-        _end(process)
+    if taken.project != project:
+        _discarded(taken)
         return None
+    process = taken.process
     try:
         output, _ = process.communicate()
     except BaseException:  # a Ctrl-C while it lists
-        _end(process)
+        _discarded(taken)
         raise
     if process.returncode != 0:
         return None
@@ -409,19 +418,12 @@ def take_ahead(project: Path) -> list[FolderListing] | None:
         return None
 
 
-def discard_ahead() -> None:
-    """End the listing process if no run took it (before the run's sweep of what it left
-    running, which would count it as the agent's, and at exit)."""
-    global _ahead
-    taken, _ahead = _ahead, None
-    if taken is not None:
-        _end(taken[0])
-
-
-def _end(process: subprocess.Popen[bytes]) -> None:
+def _discarded(taken: ListingAhead) -> None:
+    """End a listing process no run took (before the run's sweep of what it left running,
+    which would count it as the agent's, and at exit)."""
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        process.kill()
-        process.communicate(timeout=5)
+        taken.process.kill()
+        taken.process.communicate(timeout=5)
 
 
 def _read(output: bytes) -> Iterator[FolderListing]:

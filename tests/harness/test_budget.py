@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from wizard.ahead import Timeline
 from wizard.errors import UsageError
 from wizard.events import EventRecorder
 from wizard.outcome import AgentErrorType
@@ -148,7 +149,7 @@ async def test_the_time_budget_is_a_deadline_that_stops_the_running_command(
                 spend=RunSpend(Budget(max_seconds=3), model, PRICES),
                 sandbox=build_policy(project, Path(temp)),
             )  # fmt: skip
-            harness = make_harness(engine)
+            harness = make_harness(engine, Timeline())
             try:
                 result = await harness.run(inputs)
             finally:

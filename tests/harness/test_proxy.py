@@ -20,6 +20,7 @@ import openai
 import pytest
 
 from tests.integrations import self_signed_certificate
+from wizard.ahead import Timeline
 from wizard.runner.harness import proxy as proxy_module
 from wizard.runner.harness.proxy import GatewayProxy, RetryPolicy, StreamCheck
 from wizard.testing.gateway import ScriptedGateway
@@ -423,12 +424,12 @@ def test_the_proxy_loads_httpx_without_its_command_line_tool() -> None:
 
 _FIRST_CONNECTION = """
 import asyncio, sys, threading
+from wizard.ahead import Timeline
 from wizard.runner.harness import proxy
 if sys.argv[1] == "ahead":
-    proxy.make_client_ahead()
-    for thread in threading.enumerate():
-        if thread.name == "gateway-client":
-            thread.join()
+    ahead = Timeline()
+    proxy.make_client_ahead(ahead)
+    proxy.client_made_ahead(ahead)
 
 async def answer(reader, writer):
     await reader.readuntil(b"\\r\\n\\r\\n")
@@ -482,8 +483,9 @@ def test_the_tls_context_made_ahead_is_the_one_the_proxy_takes(
 
     monkeypatch.setattr(proxy_module.httpx, "create_ssl_context", create)
     proxy_module._tls_context.cache_clear()
+    ahead = Timeline()
     try:
-        proxy_module.make_client_ahead()
+        proxy_module.make_client_ahead(ahead)
         entered.wait()
         threading.Timer(0.05, allowed.set).start()  # once the proxy below waits for it
         context = proxy_module.tls_context()
@@ -491,7 +493,7 @@ def test_the_tls_context_made_ahead_is_the_one_the_proxy_takes(
         assert made == ["gateway-client"]
     finally:
         allowed.set()
-        proxy_module.client_made_ahead()
+        proxy_module.client_made_ahead(ahead)
         proxy_module._tls_context.cache_clear()
 
 
@@ -502,7 +504,6 @@ async def test_a_proxy_makes_its_client_once_the_modules_imported_ahead_are(
     for: Python then failed the proxy's import (`_DeadlockError`, a run that failed
     unexpectedly). The proxy is up at once (the engine starts with its address), and makes
     its client once the imports made ahead have ended; its first request waits for that."""
-    proxy_module.client_made_ahead()  # another test's, ended before this one's starts
     order: list[str] = []
     importing, allowed = threading.Event(), threading.Event()
 
@@ -529,10 +530,11 @@ async def test_a_proxy_makes_its_client_once_the_modules_imported_ahead_are(
     monkeypatch.setattr(proxy_module, "_CONNECTING_MODULES", ("httpcore",))
     server = await asyncio.start_server(upstream, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
+    ahead = Timeline()
     try:
-        proxy_module.make_client_ahead()
+        proxy_module.make_client_ahead(ahead)
         await asyncio.to_thread(importing.wait)
-        async with GatewayProxy(f"http://127.0.0.1:{port}", "key") as proxy:
+        async with GatewayProxy(f"http://127.0.0.1:{port}", "key", ahead=ahead) as proxy:
             assert order == []  # up while the imports go on
             host, proxy_port = proxy.url.removeprefix("http://").split(":")
             reader, writer = await asyncio.open_connection(host, int(proxy_port))
@@ -544,7 +546,7 @@ async def test_a_proxy_makes_its_client_once_the_modules_imported_ahead_are(
             writer.close()
     finally:
         allowed.set()
-        proxy_module.client_made_ahead()
+        proxy_module.client_made_ahead(ahead)
         server.close()
         await server.wait_closed()
     assert answer.startswith(b"HTTP/1.1 200 OK")

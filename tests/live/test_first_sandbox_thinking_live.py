@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from tests.integrations import email_app
+from wizard.ahead import Timeline
 from wizard.events import EventRecorder
 from wizard.programs import get_program
 from wizard.runner import RunFlags, plan_run, run_program
@@ -88,7 +89,7 @@ async def _run(engine: str, project: Path, first: dict[str, Any]) -> tuple[Any, 
     async with ScriptedGateway(scenario) as gateway:
         plan = plan_run(PROGRAM, RunFlags(project=project, gateway_url=gateway.url,
                                           harness=engine, no_verify=True), {})  # fmt: skip
-        outcome = await run_program(plan, EventRecorder(), harness=make_harness(engine))
+        outcome = await run_program(plan, EventRecorder(), harness=make_harness(engine, Timeline()))
         requests = list(gateway.requests)
     alive = [p for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
     assert alive == [], alive

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.live.conftest import session_pid, watched_sessions
+from wizard.ahead import Timeline
 from wizard.events import EventRecorder, ToolCalled
 from wizard.processes import descendants
 from wizard.runner.harness.pi.harness import PiHarness
@@ -111,7 +112,7 @@ async def test_a_host_started_early_is_adopted_and_leaves_in_order(tmp_path: Pat
 
 async def test_a_host_no_session_took_ends_with_the_run(tmp_path: Path) -> None:
     harness = PiHarness()
-    await harness.prepare(lambda line: None)
+    await harness.prepare(lambda line: None, Timeline())
     host = harness._host
     assert host is not None and host.process.returncode is None
     await harness.close()

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from tests.integrations import email_app
+from wizard.ahead import Timeline
 from wizard.events import EventRecorder
 from wizard.programs import get_program
 from wizard.runner import RunFlags, plan_run, run_program
@@ -71,7 +72,7 @@ async def _run(
         source = _AfterTheFirstRequest(plan.skills, gateway, fails, delay)
         if engine_timeout is not None:
             plan = replace(plan, engine_timeout=engine_timeout)
-        harness = make_harness(engine)
+        harness = make_harness(engine, Timeline())
         outcome = await run_program(replace(plan, skills=source), EventRecorder(),
                                     harness=harness)  # fmt: skip
         requests = list(gateway.requests)

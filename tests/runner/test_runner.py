@@ -184,7 +184,7 @@ async def test_an_engine_that_takes_a_while_to_prepare_shows_a_spinner(tmp_path:
     from wizard.events import SpinnerMessage, SpinnerStarted, SpinnerStopped
 
     class Installing(PiHarness):
-        async def prepare(self, progress: Callable[[str], None]) -> None:
+        async def prepare(self, progress: Callable[[str], None], ahead: object) -> None:
             progress("installing pi 0.73.1 with npm ...")
             progress("pi 0.73.1 installed.")
 

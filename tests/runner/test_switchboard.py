@@ -81,6 +81,7 @@ def test_the_anthropic_harness_without_the_sdk_names_the_install(
 ) -> None:
     import importlib.util
 
+    from wizard.ahead import Timeline
     from wizard.runner import make_harness
 
     real = importlib.util.find_spec
@@ -90,7 +91,7 @@ def test_the_anthropic_harness_without_the_sdk_names_the_install(
 
     monkeypatch.setattr(importlib.util, "find_spec", missing)
     with pytest.raises(UsageError) as raised:
-        make_harness("anthropic")
+        make_harness("anthropic", Timeline())
     assert "pip install 'wizard[anthropic]'" in (raised.value.hint or "")
     assert "--harness pi" in (raised.value.hint or "")
 

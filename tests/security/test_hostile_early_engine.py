@@ -16,6 +16,7 @@ import pytest
 
 from tests.integrations import email_app
 from tests.scenarios.conftest import gateway_process
+from wizard.ahead import Timeline
 from wizard.engines.bundle import check_unchanged, pi_prefix
 from wizard.testing.cli import run_wizard, wizard_env
 from wizard.testing.script import call, reply, said
@@ -157,9 +158,9 @@ def test_the_listing_made_with_the_process_runs_nothing_of_the_project_s(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(project)
-    monkeypatch.setattr(listings, "_ahead", None)
-    listings.start_ahead(["run", "transactional-email", "--project", "."])
-    taken = listings.take_ahead(project.resolve())
+    ahead = Timeline()
+    listings.start_ahead(["run", "transactional-email", "--project", "."], ahead)
+    taken = listings.take_ahead(ahead, project.resolve())
     assert taken is not None and [listing.path for listing in taken] == ["node_modules"]
     assert not canary.exists()
 
@@ -182,9 +183,9 @@ def test_names_a_planted_package_chose_cannot_forge_a_listing(
         (package / name).write_text("x\n")
     (project / ".venv").mkdir()
     monkeypatch.setenv("WIZARD_STATE_DIR", str(outside_temp / "state"))
-    monkeypatch.setattr(listings, "_ahead", None)
-    listings.start_ahead(["run", "transactional-email", "--project", str(project)])
-    taken = listings.take_ahead(project.resolve())
+    ahead = Timeline()
+    listings.start_ahead(["run", "transactional-email", "--project", str(project)], ahead)
+    taken = listings.take_ahead(ahead, project.resolve())
     assert taken is not None
     own = Journal(project).store.heavy_listings()
     assert {listing.path: (listing.digest, listing.repos) for listing in taken} == own

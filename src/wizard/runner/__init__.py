@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from wizard.ahead import Timeline
     from wizard.events import EventSink
     from wizard.outcome import Outcome, Tally
     from wizard.runner.harness.registry import make_harness
@@ -47,9 +48,12 @@ async def run_program(
     run_id: str | None = None,
     harness: Harness | None = None,
     tally: Tally | None = None,
+    ahead: Timeline | None = None,
 ) -> Outcome:
     """Run `plan` to its end, its events into `sink`; what it did so far in `tally`, for
-    an ending it does not return (a cancellation)."""
+    an ending it does not return (a cancellation); what was taken `ahead` of it (`__main__`
+    starts some with the process) on its timeline."""
     from wizard.runner.run import Run
 
-    return await Run(plan, sink, ask=ask, run_id=run_id, harness=harness, tally=tally)()
+    return await Run(plan, sink, ask=ask, run_id=run_id, harness=harness, tally=tally,
+                     ahead=ahead)()  # fmt: skip

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from wizard.ahead import Timeline
 from wizard.errors import ConfigError, WizardError
 from wizard.events import EventSink, LogLine
 from wizard.journal import Journal, RunRecord, Walked, git_available
@@ -64,15 +65,22 @@ class RunJournal:
 
     @classmethod
     def open(
-        cls, project: Path, run_id: str, program_id: str, binding: Binding, sink: EventSink
+        cls,
+        project: Path,
+        run_id: str,
+        program_id: str,
+        binding: Binding,
+        sink: EventSink,
+        ahead: Timeline | None = None,
     ) -> RunJournal:
-        """Snapshot the project before the run."""
+        """Snapshot the project before the run (with its dependency folders' listings, if
+        they were taken `ahead`)."""
         if not git_available():
             sink(LogLine(f"git was not found: {_OFF}. Install git to turn it on.", "warning"))
             return cls(sink, warning=f"{NOT_JOURNALED} (git was not found).")
         try:
             journal = Journal(project)
-            taken = functools.partial(_taken_ahead, project, sink)
+            taken = functools.partial(_taken_ahead, ahead or Timeline(), project, sink)
             record = journal.begin(run_id, program_id, binding.harness, binding.sequence,
                                    ahead=taken)  # fmt: skip
         except (WizardError, OSError) as exc:
@@ -88,7 +96,13 @@ class RunJournal:
 
     @classmethod
     def open_preview(
-        cls, project: Path, run_id: str, program_id: str, binding: Binding, sink: EventSink
+        cls,
+        project: Path,
+        run_id: str,
+        program_id: str,
+        binding: Binding,
+        sink: EventSink,
+        ahead: Timeline | None = None,
     ) -> RunJournal:
         """Snapshot the project before a preview and make the copy it runs on. A preview
         without its journal could never be applied: a `ConfigError` naming the fix."""
@@ -99,7 +113,8 @@ class RunJournal:
             )
         journal = Journal(project)
         record = journal.begin_preview(run_id, program_id, binding.harness, binding.sequence,
-                                       functools.partial(_taken_ahead, project, sink))  # fmt: skip
+                                       functools.partial(_taken_ahead, ahead or Timeline(),
+                                                         project, sink))  # fmt: skip
         return cls(sink, journal, record)
 
     def abandon(self) -> None:
@@ -219,10 +234,10 @@ class RunJournal:
         return write
 
 
-def _taken_ahead(project: Path, sink: EventSink) -> list[FolderListing]:
+def _taken_ahead(ahead: Timeline, project: Path, sink: EventSink) -> list[FolderListing]:
     """The project's dependency folders, listed ahead of the run (`listings`); none when
     they were not."""
-    taken = take_ahead(project)
+    taken = take_ahead(ahead, project)
     if taken is None:
         return []
     sink(LogLine(f"the first snapshot takes the {len(taken)} dependency folder listing(s) "

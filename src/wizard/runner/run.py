@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from wizard.ahead import Timeline
 from wizard.errors import EngineError
 from wizard.events import (
     AnalyticsEvent,
@@ -67,8 +68,12 @@ class Run:
         run_id: str | None = None,
         harness: Harness | None = None,
         tally: Tally | None = None,
+        ahead: Timeline | None = None,
     ) -> None:
         self.plan, self.sink = plan, sink
+        # The work taken ahead of the moment that needs it: what `__main__` started with the
+        # process, and what the run starts; what nothing took is discarded as it ends.
+        self.ahead = ahead or Timeline()
         # The outcome so far: every ending is made from it (a cancelled run's by the caller).
         self.tally = tally or Tally()
         # The user's answers to `wizard_ask`: what a proof holds the agent's record to.
@@ -97,7 +102,7 @@ class Run:
         """Run every stage; the outcome."""
         plan = self.plan
         self.sink(_resolved(plan))
-        harness = self.harness or make_harness(plan.binding.harness)
+        harness = self.harness or make_harness(plan.binding.harness, self.ahead)
         project = plan.project.resolve()
         preparing: asyncio.Task[EngineError | None] | None = None
         try:
@@ -106,7 +111,7 @@ class Run:
                 stages.enter_context(project_lock(project, self.run_id, note=self.note))
                 # The engine is checked, then started, while the run gets the rest ready; so is
                 # the gateway's client (its TLS context, the modules of its first connection).
-                make_client_ahead()
+                make_client_ahead(self.ahead)
                 preparing = asyncio.create_task(self._engine(harness))
                 # Whether the program fits the project at all: read while the rest gets ready.
                 fitting = asyncio.ensure_future(asyncio.to_thread(unfit, plan.program, project))
@@ -133,6 +138,9 @@ class Run:
                 with contextlib.suppress(asyncio.CancelledError, EngineError):
                     await preparing
             await harness.close()
+            self.ahead.close()
+            for line in self.ahead.said:
+                log.debug(line)
         return self._finished(outcome, sandbox)
 
     def _workspace(self, project: Path) -> Workspace:
@@ -141,7 +149,7 @@ class Run:
         plan = self.plan
         if plan.preview:
             self.journal = RunJournal.open_preview(
-                project, self.run_id, plan.program.id, plan.binding, self.sink
+                project, self.run_id, plan.program.id, plan.binding, self.sink, self.ahead
             )
         return Workspace.of(project, self.journal)
 
@@ -186,7 +194,7 @@ class Run:
         harness starts it early); what stopped it if it is not."""
         preparing = _Preparing(self.sink, self.plan.binding.harness)
         try:
-            await harness.prepare(preparing)
+            await harness.prepare(preparing, self.ahead)
         except EngineError as exc:
             preparing.done(ready=False)
             return exc
@@ -269,8 +277,9 @@ class Run:
                 await settled.wait()
             plan, said = self.plan, EventRecorder()
             self.journal = await asyncio.to_thread(
-                RunJournal.open, workspace.project, self.run_id, plan.program.id, plan.binding, said
-            )
+                RunJournal.open, workspace.project, self.run_id, plan.program.id, plan.binding,
+                said, self.ahead,
+            )  # fmt: skip
             self.journal.sink = self.sink
             for event in said.events:
                 self.sink(event)

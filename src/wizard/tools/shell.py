@@ -333,7 +333,7 @@ class SandboxWrapper:
             remove_placeholders(self.folder, self.absent)
 
     async def before_call(self, name: str) -> None:
-        """Before the gate judges a call of any tool but this shell (`ToolGate.serving`): the
+        """Before the gate judges a call of any tool but this shell (`_ShellAheadGate`): the
         next command's sandbox goes (what the tool changes must be in the next one, and
         neither the fence nor the tool may find its placeholders: `.husky` as an empty file
         "is not a folder")."""

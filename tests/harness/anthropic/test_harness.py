@@ -286,11 +286,26 @@ async def test_the_sdk_is_imported_once_the_client_modules_made_ahead_are(
 ) -> None:
     """The SDK imports anyio, as the gateway client's modules made ahead do: two threads
     importing one package at once can fail one of the imports (`_DeadlockError`)."""
+    import threading
+    import time
+
+    from wizard.ahead import Timeline
+    from wizard.runner.harness.proxy import GATEWAY_CLIENT
+
     order: list[str] = []
-    monkeypatch.setattr(harness_module, "client_made_ahead", lambda: order.append("ahead"))
+
+    def make() -> None:
+        time.sleep(0.2)  # still importing when the SDK's turn comes
+        order.append("ahead")
+
+    ahead, making = Timeline(), threading.Thread(target=make, daemon=True)
+    making.start()
+    ahead.start(GATEWAY_CLIENT, making)
     sdk = types.ModuleType("claude_agent_sdk")
     monkeypatch.setattr(harness_module, "load_sdk", lambda: order.append("sdk") or sdk)
-    await AnthropicHarness()._sdk()
+    harness = AnthropicHarness()
+    harness.ahead = ahead  # as `prepare` keeps the run's
+    await harness._sdk()
     assert order == ["ahead", "sdk"]
 
 

@@ -11,30 +11,33 @@ from pathlib import Path
 
 import pytest
 
+from wizard.ahead import Timeline
 from wizard.engines.bundle import NodeBundle
+from wizard.runner.harness.pi.early import EARLY_HOST, EarlyHost
 
 
 def test_a_run_on_another_harness_ends_the_host_started_early(tmp_path: Path) -> None:
     """`make_harness` for another harness ends pi's early host at once (not at exit, where
-    the run's sweep of leftover processes would count it as the agent's), and its folders."""
+    the run's sweep of leftover processes would count it as the agent's), and its folders;
+    what is any run's (the dependency listing) stays."""
+    from wizard.ahead import Key, Moment
     from wizard.runner.harness import registry
-    from wizard.runner.harness.pi import early
 
-    folders = (tmp_path / "agent", tmp_path / "temp")
-    for folder in folders:
-        folder.mkdir()
-    host = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    early._process, early._folders = host, folders
-    registry.make_harness("anthropic")
+    ahead = Timeline()
+    host, folders = _early_host(tmp_path, tmp_path / "engine", ahead)
+    anyones: Key[str] = Key("any run's", Moment.PROCESS_START)
+    ahead.start(anyones, "kept")
+    registry.make_harness("anthropic", ahead)
     assert host.wait(timeout=5) != 0
-    assert early._process is None
+    assert not ahead.has(EARLY_HOST) and ahead.take(anyones) == "kept"
     assert not any(folder.exists() for folder in folders)
 
 
-def _early_host(tmp_path: Path, prefix: Path) -> tuple[subprocess.Popen[bytes], tuple[Path, Path]]:
-    """A stand-in early host (silent, as a host is until its launch) and its folders."""
-    import sys
-
+def _early_host(
+    tmp_path: Path, prefix: Path, ahead: Timeline
+) -> tuple[subprocess.Popen[bytes], tuple[Path, Path]]:
+    """A stand-in early host (silent, as a host is until its launch) and its folders, on
+    `ahead` as `prestart` puts one."""
     from wizard.runner.harness.pi import early
 
     folders = (tmp_path / "agent", tmp_path / "temp")
@@ -44,7 +47,7 @@ def _early_host(tmp_path: Path, prefix: Path) -> tuple[subprocess.Popen[bytes], 
         [sys.executable, "-c", "import time; time.sleep(60)"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-    early._process, early._folders, early._prefix = host, folders, prefix
+    ahead.start(EARLY_HOST, EarlyHost(host, folders, prefix), early._discarded)
     return host, folders
 
 
@@ -63,13 +66,16 @@ def test_an_early_host_no_run_takes_goes_with_its_folders_at_once(
 
     from wizard.runner.harness.pi import early
 
-    host, folders = _early_host(tmp_path, tmp_path / "engine")
+    ahead = Timeline()
+    host, folders = _early_host(tmp_path, tmp_path / "engine", ahead)
 
     async def adopt() -> None:
+        taken = ahead.take(EARLY_HOST)
         if moment == "another engine":
-            assert await early.adopt_early_host(_bundle(tmp_path / "other")) is None
+            assert await early.adopt_early_host(_bundle(tmp_path / "other"), taken) is None
             return
-        adoption = asyncio.ensure_future(early.adopt_early_host(_bundle(tmp_path / "engine")))
+        adopting = early.adopt_early_host(_bundle(tmp_path / "engine"), taken)
+        adoption = asyncio.ensure_future(adopting)
         await asyncio.sleep(0)  # it runs up to its first wait: joining the host's pipes
         adoption.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -77,8 +83,19 @@ def test_an_early_host_no_run_takes_goes_with_its_folders_at_once(
 
     asyncio.run(adopt())
     assert host.poll() is not None
-    assert (early._process, early._folders) == (None, None)
+    assert not ahead.has(EARLY_HOST)
     assert not any(folder.exists() for folder in folders)
+
+
+def test_an_early_host_nothing_took_goes_with_the_timeline(tmp_path: Path) -> None:
+    """The run's end (or the exit) closes its timeline: a host no run adopted is killed and
+    its folders removed."""
+    ahead = Timeline()
+    host, folders = _early_host(tmp_path, tmp_path / "engine", ahead)
+    ahead.close()
+    assert host.poll() is not None
+    assert not any(folder.exists() for folder in folders)
+    assert ahead.said[-1].startswith("ahead: pi's host (the process starts")
 
 
 def _stand_in_host(code: str) -> subprocess.Popen[bytes]:
@@ -182,11 +199,13 @@ def test_the_run_s_modules_load_behind_the_host_at_a_low_priority(
     monkeypatch.syspath_prepend(str(tmp_path))
     host = _stand_in_host("import time; time.sleep(60)")
     ours = _stand_in_host("import time; time.sleep(60)")  # the listing started early
-    monkeypatch.setattr(early, "_process", host)
     monkeypatch.setattr(early, "_busy", lambda *pids: False)
     before = os.getpriority(os.PRIO_PROCESS, 0)
+    started = EarlyHost(host, (tmp_path, tmp_path), tmp_path)
     try:
-        early.load_behind_host(["wiz_first", "wiz_broken", "wiz_missing", "wiz_last"], [ours.pid])
+        early.load_behind_host(
+            ["wiz_first", "wiz_broken", "wiz_missing", "wiz_last"], started, [ours.pid]
+        )
         assert os.getpriority(os.PRIO_PROCESS, ours.pid) == early._LOADING_NICE
         assert os.getpriority(os.PRIO_PROCESS, host.pid) == before
     finally:
@@ -212,10 +231,10 @@ def test_nothing_loads_behind_the_host_without_one_or_on_a_busy_machine(
     monkeypatch.syspath_prepend(str(tmp_path))
     host = None if why == "no host" else _stand_in_host("import time; time.sleep(60)")
     ours = _stand_in_host("import time; time.sleep(60)")
-    monkeypatch.setattr(early, "_process", host)
     monkeypatch.setattr(early, "_busy", lambda *pids: True)
+    started = None if host is None else EarlyHost(host, (tmp_path, tmp_path), tmp_path)
     try:
-        early.load_behind_host(["wiz_not_loaded"], [ours.pid])
+        early.load_behind_host(["wiz_not_loaded"], started, [ours.pid])
         assert os.getpriority(os.PRIO_PROCESS, ours.pid) == os.getpriority(os.PRIO_PROCESS, 0)
     finally:
         for process in (host, ours):
@@ -237,16 +256,18 @@ def test_a_command_the_switchboard_puts_on_another_harness_ends_the_host_at_once
     if bundle.installed_bundle() is None:
         pytest.skip("pi is not installed: `wizard engines install pi`")
     monkeypatch.setattr(bundle, "checked_as_recorded", lambda prefix: True)
-    started: list[subprocess.Popen[bytes] | None] = []
+    ahead = Timeline()
+    started: list[EarlyHost | None] = []
 
     def runs_pi() -> bool:  # asked once the host has started: not pi
-        started.append(early._process)
+        started.append(ahead.peek(EARLY_HOST))
         return False
 
-    early.prestart(runs_pi)
+    early.prestart(runs_pi, ahead)
     (host,) = started
-    assert host is not None and host.poll() is not None  # started, then ended
-    assert early._process is None and early._folders is None
+    assert host is not None and host.popen.poll() is not None  # started, then ended
+    assert not ahead.has(EARLY_HOST)
+    assert not any(folder.exists() for folder in host.folders)
 
 
 def test_the_early_host_has_a_process_group_of_its_own_in_wizard_s_session(
@@ -261,12 +282,15 @@ def test_the_early_host_has_a_process_group_of_its_own_in_wizard_s_session(
     if bundle.installed_bundle() is None:
         pytest.skip("pi is not installed: `wizard engines install pi`")
     monkeypatch.setattr(bundle, "checked_as_recorded", lambda prefix: True)
-    early.prestart(lambda: True)
-    host = early._process
+    ahead = Timeline()
+    early.prestart(lambda: True, ahead)
+    started = ahead.peek(EARLY_HOST)
     try:
-        assert host is not None and host.poll() is None
+        assert started is not None
+        host = started.popen
+        assert host.poll() is None
         assert os.getpgid(host.pid) == host.pid != os.getpgid(0)
         assert os.getsid(host.pid) == os.getsid(0)
     finally:
-        early.discard_unclaimed()
+        ahead.close()
     assert host.poll() is not None

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
+from wizard.ahead import Timeline
 from wizard.errors import EngineError
 from wizard.events import LogLine, SpinnerMessage, SpinnerStarted
 from wizard.outcome import AgentResult
@@ -78,17 +79,23 @@ class EngineHarness:
 
     def __init__(self, session_factory: SessionFactory) -> None:
         self._session_factory = session_factory
+        self.ahead = Timeline()  # the run's, once `prepare` is given it
+
+    async def prepare(self, progress: Callable[[str], None], ahead: Timeline) -> None:
+        """Keep the run's timeline (what its proxies take ahead); a subclass gets its engine
+        ready too."""
+        self.ahead = ahead
 
     async def close(self) -> None:
         """Nothing kept: an engine that starts early says otherwise."""
 
     async def run(self, inputs: RunInputs) -> AgentResult:
         """Run one linear conversation and say how it ended."""
-        return await drive(inputs, self.name, self.detection, self._session_factory)
+        return await drive(inputs, self.name, self.detection, self._session_factory, self.ahead)
 
     async def run_task(self, inputs: TaskRunInputs) -> AgentResult:
         """Run one orchestrator seed or task conversation and say how it ended."""
-        return await drive(inputs, self.name, self.detection, self._session_factory)
+        return await drive(inputs, self.name, self.detection, self._session_factory, self.ahead)
 
 
 async def reap(ends: list[asyncio.Future[Any]]) -> None:
@@ -103,13 +110,17 @@ async def reap(ends: list[asyncio.Future[Any]]) -> None:
 
 
 async def drive(
-    inputs: RunInputs, engine: str, detection: DetectionPolicy, open_session: SessionFactory
+    inputs: RunInputs,
+    engine: str,
+    detection: DetectionPolicy,
+    open_session: SessionFactory,
+    ahead: Timeline | None = None,
 ) -> AgentResult:
     """One conversation on one engine, from start to its one ending."""
     run = RunState(inputs, engine, skill_markers=detection.skill_markers(inputs))
     if inputs.spinner_message:
         inputs.sink(SpinnerStarted(inputs.spinner_message))
-    proxy = _proxy(inputs)
+    proxy = _proxy(inputs, ahead)
     watchdog = EngineWatchdog(engine, inputs.engine_timeout, lambda: None)
     try:
         async with proxy:
@@ -171,7 +182,7 @@ async def _close(session: AgentSession) -> None:
         raise
 
 
-def _proxy(inputs: RunInputs) -> GatewayProxy:
+def _proxy(inputs: RunInputs, ahead: Timeline | None) -> GatewayProxy:
     gateway = inputs.gateway
     return GatewayProxy(
         gateway.url,
@@ -180,6 +191,7 @@ def _proxy(inputs: RunInputs) -> GatewayProxy:
         idle_timeout=gateway.idle_timeout,
         notify=lambda message: inputs.sink(SpinnerMessage(message)),
         spend=inputs.spend,
+        ahead=ahead,
     )
 
 

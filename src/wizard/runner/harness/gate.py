@@ -18,17 +18,13 @@ agent's runs.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wizard.logs import logger
 from wizard.runner.harness.activity import SessionCalls, ToolActivity
 from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.fence import Fence
-
-# What a gate awaits before it judges a call, given the tool's name (`ToolGate.judge`).
-Before = Callable[[str], Awaitable[None]]
-After = Callable[[str], None]
 
 log = logger(__name__)
 
@@ -47,46 +43,37 @@ class ToolGate:
         halted: Callable[[], bool] = lambda: False,
         calls: SessionCalls | None = None,
         ready: asyncio.Future[bool] | None = None,
-        before: Before | None = None,
-        after: After | None = None,
     ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.fence = fence
         self._on_decision = on_decision
         self.halted = halted
         self.calls = calls or ToolActivity().session()
-        self._before = before
-        self._after = after
         # What every call waits for before it is judged: what the run makes ready while its
         # engine starts (`RunInputs.tools_ready`); False: it could not be, and nothing runs.
         self._ready = ready
 
-    def serving(
-        self, *tools: HostTool, before: Before | None = None, after: After | None = None
-    ) -> ToolGate:
-        """This gate with more host tools (an engine's stand-in for a tool of its own),
-        `before(name)` awaited before it judges a call (`judge`: wizard's own shell throwing
-        away the next command's sandbox before a file tool, as pi's host does; the fence
-        must not find that sandbox's placeholders either), and `after(name)` once a host
-        tool has run (`call`: that shell making the next command's sandbox then)."""
+    def serving(self, *tools: HostTool) -> ToolGate:
+        """This gate with more host tools (an engine's stand-in for a tool of its own)."""
         return ToolGate([*self.tools.values(), *tools], self.fence, self._on_decision,
-                        self.halted, self.calls, self._ready, before or self._before,
-                        after or self._after)  # fmt: skip
+                        self.halted, self.calls, self._ready)  # fmt: skip
 
     async def ready(self) -> bool:
         """Whether the run is ready for tools, once it is known (`RunInputs.tools_ready`)."""
         return self._ready is None or await asyncio.shield(self._ready)
 
+    def ready_now(self) -> bool:
+        """Whether the run is ready for tools now (False while that is not known yet)."""
+        return self._ready is None or (self._ready.done() and self._ready.result())
+
     async def judge(
         self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
     ) -> Decision:
-        """`permit`, once the run is ready for tools and what must come before any call of
-        `name` is done (`serving`); a refusal if the run could not be made ready."""
+        """`permit`, once the run is ready for tools; a refusal if it could not be made
+        ready."""
         if not await self.ready():
             self.calls.judged(call_id, False)
             return Decision(False, UNPREPARED)
-        if self._before is not None:
-            await self._before(name)
         return self.permit(name, arguments, call_id)
 
     def permit(
@@ -108,16 +95,13 @@ class ToolGate:
         engine asked `judge` first; one asked before the run is ready runs nothing anyway."""
         if self.halted():
             return ToolResult(ENDING, is_error=True)
-        if self._ready is not None and not (self._ready.done() and self._ready.result()):
+        if not self.ready_now():
             return ToolResult(UNPREPARED, is_error=True)
         tool = self.tools.get(name)
         if tool is None:
             return ToolResult(f"Error: unknown host tool {name}", is_error=True)
         try:
-            result = await tool.handler(arguments)
+            return await tool.handler(arguments)
         except Exception as exc:  # a tool bug goes back to the model, not up the stack
             log.exception("host tool %s failed", name)
-            result = ToolResult(f"Error: {name} failed: {exc}", is_error=True)
-        if self._after is not None and not self.halted():  # not for a run that is ending
-            self._after(name)
-        return result
+            return ToolResult(f"Error: {name} failed: {exc}", is_error=True)

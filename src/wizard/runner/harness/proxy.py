@@ -48,6 +48,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from wizard.ahead import Key, Moment, Timeline
 from wizard.errors import ConfigError
 from wizard.httpserver import BadRequest, HttpConnection, NotAdmitted, Request, stop_serving
 from wizard.logs import logger
@@ -187,8 +188,10 @@ class GatewayProxy:
         idle_timeout: float = 90.0,
         notify: Callable[[str], None] = lambda message: None,
         spend: RunSpend | None = None,
+        ahead: Timeline | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
+        self._ahead = ahead or Timeline()  # the run's: its gateway client made ahead
         self._key = key
         self.policy = policy or RetryPolicy()
         self.idle_timeout = idle_timeout
@@ -231,7 +234,7 @@ class GatewayProxy:
         """The gateway's client, made once the modules imported ahead for it are (waited for
         off the loop: the engine, given the proxy's address, starts meanwhile), never at the
         same time (`client_made_ahead`); the first request waits for it."""
-        await asyncio.to_thread(client_made_ahead)
+        await asyncio.to_thread(client_made_ahead, self._ahead)
         timeout = httpx.Timeout(connect=30.0, read=self.idle_timeout, write=60.0, pool=30.0)
         self._client = httpx.AsyncClient(timeout=timeout, trust_env=True, verify=verify)
 
@@ -545,7 +548,11 @@ def tls_context() -> ssl.SSLContext:
 _CONNECTING_MODULES = ("sniffio", "httpcore._backends.anyio", "anyio._backends._asyncio")
 
 
-def make_client_ahead() -> None:
+# What `make_client_ahead` makes, on the run's timeline: a thread every taker waits for.
+GATEWAY_CLIENT: Key[threading.Thread] = Key("the gateway client", Moment.FIRST_STAGE, shared=True)
+
+
+def make_client_ahead(ahead: Timeline) -> None:
     """Make what the first proxy's client needs, in a thread of its own now, while the run
     gets ready (the engine is still starting: wizard waits for it): the TLS context (OpenSSL
     reads the bundle without Python's lock) and the modules of its first connection. A
@@ -553,7 +560,6 @@ def make_client_ahead() -> None:
     that cannot be imported is imported where httpx needs it, and fails there as it would
     have); the thread is a daemon, so an exit before it ends does not wait for it. Whoever
     imports those packages next waits for it first (`client_made_ahead`)."""
-    global _client_ahead
 
     def make() -> None:
         with contextlib.suppress(Exception):
@@ -562,21 +568,21 @@ def make_client_ahead() -> None:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
 
-    _client_ahead = threading.Thread(target=make, name="gateway-client", daemon=True)
-    _client_ahead.start()
+    thread = threading.Thread(target=make, name="gateway-client", daemon=True)
+    thread.start()
+    ahead.start(GATEWAY_CLIENT, thread)
 
 
-def client_made_ahead() -> None:
+def client_made_ahead(ahead: Timeline) -> None:
     """Wait for what `make_client_ahead` makes, if it is being made: two threads importing
     modules of one package at once can each hold a module's lock the other waits for, and
     Python then fails one of the imports (`_DeadlockError`: a run failed so, its proxy
     importing httpcore while this thread did). Done long before, as a rule."""
-    if _client_ahead is not None:
-        _client_ahead.join()
+    if (thread := ahead.take(GATEWAY_CLIENT)) is not None:
+        thread.join()
 
 
 _making_tls_context = threading.Lock()
-_client_ahead: threading.Thread | None = None
 
 
 @functools.cache

@@ -11,11 +11,11 @@ for its help text at no cost.
 from __future__ import annotations
 
 import importlib
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from wizard.ahead import Timeline
     from wizard.runner.harness.types import GatewayApi, Harness
 
 
@@ -33,13 +33,6 @@ class HarnessEntry:
     # `wizard engines install NAME` installs its engine; else it comes with a Python package
     # (`make` names the install command when it is missing).
     wizard_installs: bool
-
-    def release_early_start(self) -> None:
-        """End what its adapter started with the process for a run that is not its own (an
-        adapter's `early` module, if it was loaded, has `discard_unclaimed`)."""
-        early = sys.modules.get(f"{self.adapter}.early")
-        if early is not None:
-            early.discard_unclaimed()
 
     def make(self) -> Harness:
         harness: Harness = getattr(importlib.import_module(f"{self.adapter}.harness"),
@@ -62,12 +55,11 @@ HARNESSES: dict[str, HarnessEntry] = {
 }  # fmt: skip
 
 
-def make_harness(name: str) -> Harness:
+def make_harness(name: str, ahead: Timeline) -> Harness:
     """The harness registered under `name` (the switchboard has checked it); what another
-    harness's engine started with the process for nothing is ended now."""
-    for other in HARNESSES.values():
-        if other.name != name:
-            other.release_early_start()
+    harness's engine started with the process for nothing (on the run's timeline, `ahead`)
+    is ended now."""
+    ahead.discard_others(name)
     return HARNESSES[name].make()
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from wizard.ahead import Timeline
 from wizard.events import EventSink
 from wizard.outcome import AgentResult
 from wizard.runner.harness.activity import ToolActivity
@@ -208,8 +209,10 @@ class Harness(Protocol):
 
     name: str
 
-    async def prepare(self, progress: Callable[[str], None]) -> None:
-        """Make sure the engine is ready (install it if the harness can); `EngineError` if not."""
+    async def prepare(self, progress: Callable[[str], None], ahead: Timeline) -> None:
+        """Make sure the engine is ready (install it if the harness can); `EngineError` if not.
+        What the run took ahead (`ahead`: its engine started with the process, its gateway
+        client) is the harness's to take."""
 
     async def close(self) -> None:
         """Release what `prepare` kept for the run (an engine started early), and wait for

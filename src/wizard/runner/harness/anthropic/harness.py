@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from wizard.ahead import Timeline
 from wizard.engines.bundle import verified_bundle
 from wizard.engines.claude import check_bundled_cli, check_sdk_installed, load_sdk
 from wizard.errors import EngineChanged, EngineError, UsageError
@@ -43,13 +45,14 @@ class AnthropicHarness(EngineHarness):
         self._loading: asyncio.Future[ModuleType] | None = None
         self._exits: list[asyncio.Future[Any]] = []  # CLIs killed, runtimes stopping (`close`)
 
-    async def prepare(self, progress: Callable[[str], None]) -> None:
+    async def prepare(self, progress: Callable[[str], None], ahead: Timeline) -> None:
         """The CLI must be the one the SDK installed. The engine bundle, which holds the
         sandbox runtime for wizard's `bash`, is installed if missing, and what of it the
         runtime runs is checked (`bundle.runtime_folders`: a tenth of its files; this harness
         runs nothing else of it); without Node.js only a run with --no-sandbox can go on (a
         sandboxed one then stops, naming the fix). The SDK is imported later, by the first
         session, once it has started the CLI (`_sdk`)."""
+        await super().prepare(progress, ahead)
         await asyncio.to_thread(check_bundled_cli)
         try:
             await asyncio.to_thread(verified_bundle, progress, runtime_only=True)
@@ -74,7 +77,7 @@ class AnthropicHarness(EngineHarness):
         for it at exit. Its failure is each waiting session's to report; with none left
         waiting, it is not logged as never retrieved."""
         if self._loading is None:
-            self._loading = _in_daemon_thread(_load_sdk)
+            self._loading = _in_daemon_thread(functools.partial(_load_sdk, self.ahead))
             self._loading.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             return await asyncio.shield(self._loading)
@@ -89,10 +92,10 @@ def usable_harness() -> AnthropicHarness:
     return AnthropicHarness()
 
 
-def _load_sdk() -> ModuleType:
+def _load_sdk(ahead: Timeline) -> ModuleType:
     """The SDK, imported once the gateway client's modules made ahead are (anyio is one of
     each: two threads importing one package at once can fail one of the imports)."""
-    client_made_ahead()
+    client_made_ahead(ahead)
     return load_sdk()
 
 

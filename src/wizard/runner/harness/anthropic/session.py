@@ -31,7 +31,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,8 +42,9 @@ from wizard.engines.claude import bundled_cli
 from wizard.errors import EngineError
 from wizard.runner.harness.anthropic.adapter import SERVER, GateHooks, fence_call, mcp_server
 from wizard.runner.harness.anthropic.cli import CliConfig, start_cli
+from wizard.runner.harness.gate import ToolGate
 from wizard.runner.harness.types import EngineLaunch, PromptResult, SessionStats
-from wizard.tools.base import HostTool
+from wizard.tools.base import Decision, HostTool, ToolResult
 from wizard.tools.child_env import CHILD_ENV_ALLOW, CHILD_ENV_ALLOW_PREFIXES
 from wizard.tools.shell import SHELL_TOOL, SandboxedShell, shell_tool
 
@@ -318,10 +319,10 @@ class ClaudeSession:
         )
 
     def _options(self, sdk: ModuleType, config: CliConfig, shell: list[HostTool]) -> Any:
-        wrapper = self._shell_started.wrapper if self._shell_started is not None else None
-        before = wrapper.before_call if wrapper is not None else None
-        after = self._after_call if wrapper is not None else None
-        gate = self.launch.gate.serving(*shell, before=before, after=after)
+        gate = self.launch.gate.serving(*shell)
+        started = self._shell_started
+        if started is not None and started.wrapper is not None:
+            gate = _ShellAheadGate(gate, started, self.launch.project_dir)
         hooks = GateHooks(sdk, gate)
         return sdk.ClaudeAgentOptions(
             **config.options_fields(),
@@ -357,13 +358,6 @@ class ClaudeSession:
         self._exits.push_async_callback(_cancelled, ahead)  # before the runtime ends
         return [shell_tool(launch.project_dir, started)]
 
-    def _after_call(self, name: str) -> None:
-        """Once a call of any tool but the shell has ended (it threw away the sandbox that
-        stood: `SandboxWrapper.before_call`), the next command's is made while the model
-        thinks, as pi's host does; the shell's own calls make theirs as they end."""
-        if name != SHELL_TOOL and self._shell_started is not None:
-            self._shell_started.make_ahead(self.launch.project_dir, after_tool=True)
-
     async def _sandbox_ahead(self, shell: SandboxedShell) -> None:
         """Make the first command's sandbox while the model thinks (`EngineLaunch.thinking`:
         its first request has gone on a tenth of a second unanswered), or as its first `bash`
@@ -383,6 +377,35 @@ class ClaudeSession:
         gate = self.launch.gate
         if await gate.ready() and not gate.halted():  # none for a run that is ending
             shell.make_ahead(self.launch.project_dir)
+
+
+class _ShellAheadGate(ToolGate):
+    """The run's gate (`gate`), for a session whose `bash` is wizard's own `shell`, whose next
+    command's sandbox is made ahead, as pi's host makes it: thrown away before a call of any
+    other tool is judged (what that tool changes must be in the next one, and neither the
+    fence nor the tool may find the sandbox's placeholders: `.husky` as an empty file "is not
+    a folder"), and made again, while the model thinks, once such a call has run; the
+    shell's own calls make theirs as they end. None is made for a run that is ending or not
+    ready. The deciding is the gate's own."""
+
+    def __init__(self, gate: ToolGate, shell: SandboxedShell, folder: Path) -> None:
+        vars(self).update(vars(gate))  # the same gate: its tools, fence, calls and readiness
+        self._shell, self._folder = shell, folder
+
+    async def judge(
+        self, name: str, arguments: Mapping[str, Any], call_id: str | None = None
+    ) -> Decision:
+        if await self.ready():
+            assert self._shell.wrapper is not None
+            await self._shell.wrapper.before_call(name)
+        return await super().judge(name, arguments, call_id)
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        result = await super().call(name, arguments)
+        ran = name in self.tools and self.ready_now() and not self.halted()
+        if ran and name != SHELL_TOOL:
+            self._shell.make_ahead(self._folder, after_tool=True)
+        return result
 
 
 async def _cancelled(task: asyncio.Future[None]) -> None:

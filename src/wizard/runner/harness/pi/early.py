@@ -23,18 +23,19 @@ low priority, on a machine where nothing else runs (`load_behind_host`): the hos
 the longer of the two, and on two cores the imports at the same priority slowed it by
 0.2–0.4 s. The host is in wizard's session for that, in a process group of its own.
 
-The run's pi harness adopts the host (`adopt_early_host`) instead of checking the engine
-and starting a host itself; a command that ends before (a usage error, another harness)
-kills it at exit and removes its folders. An engine with no record yet, or none installed,
-is left to the run, which installs or records it and says so. Nothing of pi runs before the
-check passed, and nothing of the agent's before a session sends the launch. This module
-imports only the standard library (and `tools.child_env`, a leaf) at load, so `__main__`
-pays nothing for it otherwise.
+The host is a job on the run's timeline (`EARLY_HOST`, `wizard.ahead`): the run's pi
+harness takes it and adopts it (`adopt_early_host`) instead of checking the engine and
+starting a host itself; a run of another harness discards it as it makes its harness, and a
+command that ends before (a usage error) at exit, which kills it and removes its folders.
+An engine with no record yet, or none installed, is left to the run, which installs or
+records it and says so. Nothing of pi runs before the check passed, and nothing of the
+agent's before a session sends the launch. This module imports only the standard library
+(and two leaves, `ahead` and `tools.child_env`) at load, so `__main__` pays nothing for it
+otherwise.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import importlib
@@ -50,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wizard.ahead import Key, Moment, Timeline
 from wizard.tools.child_env import child_env
 
 if TYPE_CHECKING:
@@ -60,10 +62,6 @@ if TYPE_CHECKING:
 # The host's first line: its engine's files were checked against their install record.
 ENGINE_CHECKED = b'{"engine": "checked"}\n'
 LINE_LIMIT = 1 << 30  # one event line of the host's holds at most one whole assistant message
-_process: subprocess.Popen[bytes] | None = None
-_folders: tuple[Path, Path] | None = None
-_prefix: Path | None = None  # the engine the early host runs, as checked
-_lock = threading.Lock()
 # The priority wizard's loading yields to the host's at (`load_behind_host`): 0 is the
 # default, 19 the lowest.
 _LOADING_NICE = 10
@@ -75,6 +73,20 @@ COMMAND_CERTS = "WIZARD_COMMAND_NODE_EXTRA_CA_CERTS"
 # A Unix socket's path has at most 107 bytes; the sandbox runtime puts its sockets (names of
 # up to ~40 characters) into the host's temp folder.
 _SOCKET_DIR_MAX = 64
+
+
+@dataclass(frozen=True)
+class EarlyHost:
+    """A host started with the process: its process, its folders (pi's agent folder, its
+    temp folder) and the engine it runs, as checked."""
+
+    popen: subprocess.Popen[bytes]
+    folders: tuple[Path, Path]
+    prefix: Path
+
+
+# pi's host, started with the process, on the run's timeline until the pi harness adopts it.
+EARLY_HOST: Key[EarlyHost] = Key("pi's host", Moment.PROCESS_START, harness="pi")
 
 
 @dataclass(frozen=True)
@@ -120,43 +132,47 @@ def host_launch(engine: NodeBundle, folders: tuple[Path, Path] | None = None) ->
     return HostLaunch((str(engine.node), str(HOST_SCRIPT)), env, agent_dir, temp_dir)
 
 
-def prestart(runs_pi: Callable[[], bool]) -> None:
-    """Start the engine's host for a command that runs an agent, and meanwhile check the
-    engine and ask `runs_pi` whether it runs pi (the switchboard's decision); the host goes
-    on to load pi only if both say so."""
-    global _process, _folders, _prefix
-    if _folders is not None:
+def prestart(runs_pi: Callable[[], bool], ahead: Timeline) -> None:
+    """Start the engine's host for a command that runs an agent, on `ahead` (`EARLY_HOST`),
+    and meanwhile check the engine and ask `runs_pi` whether it runs pi (the switchboard's
+    decision); the host goes on to load pi only if both say so, and is discarded otherwise."""
+    if ahead.has(EARLY_HOST):
         return
-    atexit.register(discard_unclaimed)  # first: the folders go whenever the host goes
     try:
         from wizard.engines.bundle import checked_as_recorded, installed_bundle
 
         engine = installed_bundle()  # on the Node `node_runtime` picks
         if engine is None:
             return
-        _folders = host_folders()
-        launch = host_launch(engine, _folders)
-        _prefix = engine.prefix
-        # A process group of its own: a Ctrl-C at the terminal reaches wizard, which ends the
-        # host in order. In wizard's session, though: Linux schedules each session as a
-        # group of its own (autogroup), and wizard's loading can only yield to the host
-        # (`load_behind_host`) when both are weighed in one.
-        _process = subprocess.Popen(
-            launch.command, cwd=launch.temp_dir, env=launch.env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            process_group=0,
-        )  # fmt: skip
+        folders = host_folders()
+        try:
+            launch = host_launch(engine, folders)
+            # A process group of its own: a Ctrl-C at the terminal reaches wizard, which
+            # ends the host in order. In wizard's session, though: Linux schedules each
+            # session as a group of its own (autogroup), and wizard's loading can only
+            # yield to the host (`load_behind_host`) when both are weighed in one.
+            popen = subprocess.Popen(
+                launch.command, cwd=launch.temp_dir, env=launch.env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                process_group=0,
+            )  # fmt: skip
+        except BaseException:
+            remove_folders(folders)
+            raise
+        ahead.start(EARLY_HOST, EarlyHost(popen, folders, engine.prefix), _discarded)
         if checked_as_recorded(engine.prefix) and runs_pi():
-            assert _process.stdin is not None
-            _process.stdin.write(ENGINE_CHECKED)
-            _process.stdin.flush()
+            assert popen.stdin is not None
+            popen.stdin.write(ENGINE_CHECKED)
+            popen.stdin.flush()
             return
     except Exception:  # whatever it is, the run's own engine stage meets it and says so
         pass
-    discard_unclaimed()  # an engine that is not as recorded is the run's to meet
+    ahead.discard(EARLY_HOST)  # an engine that is not as recorded is the run's to meet
 
 
-def load_behind_host(modules: Sequence[str], ours: Sequence[int] = ()) -> None:
+def load_behind_host(
+    modules: Sequence[str], host: EarlyHost | None, ours: Sequence[int] = ()
+) -> None:
     """Import `modules` (what the run imports before it needs its engine: most of a second
     of CPU here) in a thread at a low priority, while the host started early loads pi.
 
@@ -171,8 +187,7 @@ def load_behind_host(modules: Sequence[str], ours: Sequence[int] = ()) -> None:
     (as `/proc/loadavg` counts), without such a host, or off Linux (which gives a thread a
     priority of its own). The priority is the thread's alone: the run goes on at its own.
     Those other processes yield to the host too: they take the same priority."""
-    host = _process
-    if host is None or sys.platform != "linux" or _busy(host.pid, *ours):
+    if host is None or sys.platform != "linux" or _busy(host.popen.pid, *ours):
         return
     for pid in ours:
         with contextlib.suppress(OSError):  # it has ended
@@ -225,50 +240,39 @@ def _load(modules: Sequence[str]) -> None:
             importlib.import_module(name)
 
 
-async def adopt_early_host(engine: NodeBundle) -> tuple[PopenProcess, Path, Path] | None:
-    """The host started with the process, if it runs `engine` (checked) and waits for its
-    launch: its process and its folders (pi's agent folder, its temp folder), the caller's
-    now; None otherwise (then the caller checks the engine and starts one)."""
-    popen, folders, prefix = _taken()
-    if popen is None or folders is None or prefix != engine.prefix:
-        _end(popen, folders, adopted=False)
+async def adopt_early_host(
+    engine: NodeBundle, host: EarlyHost | None
+) -> tuple[PopenProcess, Path, Path] | None:
+    """The host started with the process (taken off the run's timeline), if it runs `engine`
+    (checked) and waits for its launch: its process and its folders (pi's agent folder, its
+    temp folder), the caller's now; None otherwise (then the caller checks the engine and
+    starts one)."""
+    if host is None:
+        return None
+    if host.prefix != engine.prefix:
+        _end(host, adopted=False)
         return None
     # From here the host is this call's alone: whatever ends the call before it returns the
-    # host (a Ctrl-C) ends the host too, and removes its folders, at once (no exit handler
-    # knows of them any more).
+    # host (a Ctrl-C) ends the host too, and removes its folders, at once.
     try:
-        return await _adopted(popen), *folders
+        return await _adopted(host.popen), *host.folders
     except BaseException:
-        _end(popen, folders, adopted=True)
+        _end(host, adopted=True)
         raise
 
 
-def discard_unclaimed() -> None:
-    """Kill a host no run took, and remove its folders (at exit, or when the run turned out
-    to be another harness's: `registry.make_harness`)."""
-    popen, folders, _ = _taken()
-    _end(popen, folders, adopted=False)
+def _discarded(host: EarlyHost) -> None:
+    """A host no run took (at the run's end or exit, or for a run of another harness)."""
+    _end(host, adopted=False)
 
 
-def _taken() -> tuple[subprocess.Popen[bytes] | None, tuple[Path, Path] | None, Path | None]:
-    """The early host, its folders and its engine's prefix, which are the caller's now."""
-    global _process, _folders, _prefix
-    with _lock:
-        taken = _process, _folders, _prefix
-        _process, _folders, _prefix = None, None, None
-    return taken
-
-
-def _end(
-    popen: subprocess.Popen[bytes] | None, folders: tuple[Path, Path] | None, *, adopted: bool
-) -> None:
-    """Kill an early host (if there is one) and reap it (reading its pipes to their end,
-    unless the event loop has them: `adopted`), then remove its folders."""
-    if popen is not None:
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            popen.kill()
-            popen.wait(timeout=5) if adopted else popen.communicate(timeout=5)
-    remove_folders(folders or ())
+def _end(host: EarlyHost, *, adopted: bool) -> None:
+    """Kill an early host and reap it (reading its pipes to their end, unless the event loop
+    has them: `adopted`), then remove its folders."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        host.popen.kill()
+        host.popen.wait(timeout=5) if adopted else host.popen.communicate(timeout=5)
+    remove_folders(host.folders)
 
 
 def remove_folders(folders: Sequence[Path]) -> None:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from wizard.ahead import Timeline
 from wizard.engines.bundle import ensure_bundle, verified_bundle
 from wizard.runner.harness.driver import DetectionPolicy, EngineHarness, SessionFactory, reap
-from wizard.runner.harness.pi.early import adopt_early_host
+from wizard.runner.harness.pi.early import EARLY_HOST, adopt_early_host
 from wizard.runner.harness.pi.session import HostProcess, PiSession, start_host
 from wizard.runner.harness.types import AgentSession, EngineLaunch
 
@@ -37,13 +38,15 @@ class PiHarness(EngineHarness):
         self._host: HostProcess | None = None
         self._exits: list[asyncio.Future[int]] = []  # hosts killed, not yet gone (`close`)
 
-    async def prepare(self, progress: Callable[[str], None]) -> None:
+    async def prepare(self, progress: Callable[[str], None], ahead: Timeline) -> None:
         """Make sure pi is installed (installing it on first use) and its files are the ones
-        installed, then start the first session's host; `EngineError` (`EngineChanged`) if
-        the engine is not as installed (and then nothing of it runs)."""
-        if self._early:  # the host started with the process, on the engine it checked
+        installed, then start the first session's host (or adopt the one started with the
+        process, off the run's timeline); `EngineError` (`EngineChanged`) if the engine is
+        not as installed (and then nothing of it runs)."""
+        await super().prepare(progress, ahead)
+        if self._early and ahead.has(EARLY_HOST):  # on the engine it checked
             engine = await asyncio.to_thread(ensure_bundle, progress)
-            if (adopted := await adopt_early_host(engine)) is not None:
+            if (adopted := await adopt_early_host(engine, ahead.take(EARLY_HOST))) is not None:
                 self._host = HostProcess(engine, *adopted)
                 progress("pi started with wizard: its engine was checked then")
                 return
