@@ -212,7 +212,7 @@ def test_the_layers_hold(who: tuple[str, ...], banned: tuple[str, ...], why: str
         ),
         ("temporalio", ("wizard.fleet",)),
         ("posthog", ("wizard.analytics",)),
-        ("httpx", ("wizard.runner.harness.proxy",)),
+        ("httpx", ("wizard.runner.harness.proxy", "wizard.fleet.forges")),
     ],
 )
 def test_a_foreign_package_is_imported_in_one_place(package: str, allowed: tuple[str, ...]) -> None:

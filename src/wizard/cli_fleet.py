@@ -16,7 +16,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
@@ -29,7 +29,7 @@ from wizard.outcome import EXIT_CANCELLED
 from wizard.runner.harness.registry import HARNESSES, harness_names
 
 if TYPE_CHECKING:
-    from wizard.fleet.model import Burndown, Target
+    from wizard.fleet.model import Burndown, Repo, Target
     from wizard.fleet.service import Client
 
 _T = TypeVar("_T")
@@ -87,6 +87,24 @@ def _with_temporal(command: str, work: Callable[[Client], Awaitable[_T]], target
         raise usage_exit(exc, f"fleet {command}") from exc
 
 
+def _check_forges(repos: Sequence[Repo]) -> None:
+    """Each repository's forge known, and a token for it here: a `UsageError` naming the
+    setting otherwise, before anything starts."""
+    from wizard.fleet.forges import ForgeError, forge_of, token_for
+
+    for repo in repos:
+        try:
+            token_for(forge_of(repo.source, os.environ).kind, os.environ)
+        except ForgeError as exc:
+            raise UsageError(f"--publish pull-request: {exc}.", _FORGE_HINT) from exc
+
+
+_FORGE_HINT = (
+    "A pull request is opened through the forge's API with the worker's GITHUB_TOKEN or "
+    "GITLAB_TOKEN; WIZARD_FORGE and WIZARD_FORGE_API name a forge its URL does not."
+)
+
+
 def _rate(text: str | None) -> float | None:
     if text is None:
         return None
@@ -126,7 +144,11 @@ def run(
     ] = None,
     publish: Annotated[
         str,
-        typer.Option("--publish", help="none, or branch: commit each result to wizard/PROGRAM."),
+        typer.Option(
+            "--publish",
+            help="none; branch: commit each result to wizard/PROGRAM; pull-request: and open "
+            "(or update) a pull request from it (GitHub, GitLab).",
+        ),
     ] = "none",
     run_max_cost: Annotated[
         float | None,
@@ -164,9 +186,10 @@ def run(
 
     try:
         get_program(program)
-        if publish not in ("none", "branch"):
+        if publish not in ("none", "branch", "pull-request"):
             raise UsageError(
-                f"--publish {publish!r} is not a way to publish.", "Use none or branch."
+                f"--publish {publish!r} is not a way to publish.",
+                "Use none, branch or pull-request.",
             )
         if verify not in (None, "basic", "full"):
             raise UsageError(f"--verify {verify!r} is not a level.", "Use basic or full.")
@@ -183,8 +206,11 @@ def run(
             repos=read_repos(repos),
             run=RunOptions(harness, model, verify, max_turns, max_time, run_max_cost),
             max_parallel=max_parallel, max_cost=max_cost, rate_per_minute=_rate(rate),
-            publish="branch" if publish == "branch" else "none",
+            publish="pull-request" if publish == "pull-request"
+            else "branch" if publish == "branch" else "none",
         )  # fmt: skip
+        if publish == "pull-request" and not no_worker:  # this process's worker publishes
+            _check_forges(spec.repos)
     except WizardError as exc:
         raise usage_exit(exc, "fleet run") from exc
     target = _target("run", temporal, namespace, tls)

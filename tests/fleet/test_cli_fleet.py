@@ -47,6 +47,32 @@ def test_bad_flags_are_refused_before_anything_starts(
     assert not (tmp_path / "state" / "fleet").exists()  # no server was started
 
 
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ({}, "cannot tell which forge"),
+        ({"WIZARD_FORGE": "github"}, "set WIZARD_FORGE_API"),
+        ({"WIZARD_FORGE": "gitlab", "WIZARD_FORGE_API": "http://127.0.0.1:9"},
+         "no token for gitlab: set GITLAB_TOKEN or GL_TOKEN"),
+        ({"WIZARD_FORGE": "github", "WIZARD_FORGE_API": "http://forge.example/api",
+          "GITHUB_TOKEN": "t"}, "not HTTPS"),
+    ],
+)  # fmt: skip
+def test_pull_requests_need_a_forge_and_a_token_before_anything_starts(
+    tmp_path: Path, repos_file: Path, settings: dict[str, str], said: str
+) -> None:
+    env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9",
+                     WIZARD_STATE_DIR=str(tmp_path / "state"), **settings)  # fmt: skip
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "GL_TOKEN"):
+        if name not in settings:
+            env.pop(name, None)
+    done = run_wizard("fleet", "run", "revenue-analytics", "--repos", str(repos_file),
+                      "--publish", "pull-request", env=env)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "GITHUB_TOKEN or GITLAB_TOKEN" in done.stderr
+    assert not (tmp_path / "state" / "fleet").exists()  # no server was started
+
+
 def test_no_gateway_and_a_bad_repositories_file_name_their_fix(
     tmp_path: Path, repos_file: Path
 ) -> None:

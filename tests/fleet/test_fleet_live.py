@@ -102,6 +102,45 @@ def test_each_repository_ends_as_it_deserves_and_a_rerun_reuses_the_branches(
             assert _git(repo, "rev-list", "--count", f"main..{BRANCH}") == "1"
 
 
+def test_each_result_is_a_pull_request_opened_once_and_updated_by_a_rerun(
+    fleet_world: Any,
+) -> None:
+    """`--publish pull-request`: each result set up is pushed to the fleet's branch and a pull
+    request opened from it (the local forge speaks GitHub's API), which says the ending, the
+    proofs and the cost; a rerun under a new fleet id finds it and opens no second; a result
+    not set up opens none. The token reaches the forge, never a run."""
+    from tests.fleet.forge_server import TOKEN, forge_server
+
+    fleet: Fleet = fleet_world([PROVEN_NODE, UNVERIFIED])
+    with forge_server() as forge:
+        env = {**fleet.env, "WIZARD_FORGE": "github", "WIZARD_FORGE_API": forge.url,
+               "GITHUB_TOKEN": TOKEN}  # fmt: skip
+        run = ("fleet", "run", PROGRAM, "--repos", str(fleet.world.repos_file), "--publish",
+               "pull-request", "--json")  # fmt: skip
+        first = _burndown(fleet.wizard(*run, env=env))
+        rows = {row["repo"]: row for row in first["rows"]}
+        proven, unverified = rows["stripe-checkout-node-0"], rows["stripe-checkout-node-1"]
+        assert (proven["status"], proven["published"]) == ("proven", "created")
+        assert proven["pull_request"].startswith("https://github.example/")
+        assert unverified["status"] == "unverified" and unverified["pull_request"] is None
+        repo = "/".join(fleet.world.repos[0].parts[-2:])
+        (pull,) = forge.open_pulls(repo)
+        assert (pull["head"], pull["base"], pull["title"]) == (BRANCH, "main", f"wizard: {PROGRAM}")
+        assert "**proven**" in pull["body"] and "Cost: $" in pull["body"]
+        assert all(f"- {proof}" in pull["body"] for proof in proven["proofs"])
+        assert forge.pulls.get("/".join(fleet.world.repos[1].parts[-2:]), []) == []
+
+        again = _burndown(fleet.wizard(*run, "--fleet", "again", env=env))
+        row = {row["repo"]: row for row in again["rows"]}["stripe-checkout-node-0"]
+        assert (row["published"], row["pull_request"]) == ("unchanged", proven["pull_request"])
+        assert len(forge.open_pulls(repo)) == 1
+        assert [m for m, _, _ in forge.asked].count("POST") == 1
+        assert {token for _, _, token in forge.asked} == {TOKEN}
+    jsonschema.validate(again, fleet_schema())
+    requests = fleet.gateway_log.read_text()
+    assert TOKEN not in requests
+
+
 def _wizard_runs_of(workspace_part: str) -> list[psutil.Process]:
     found = []
     for process in psutil.process_iter(["cmdline"]):

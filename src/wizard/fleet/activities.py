@@ -29,7 +29,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from wizard.config import number_setting
-from wizard.fleet import gitwork, seal
+from wizard.fleet import forges, gitwork, seal
 from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
 from wizard.processes import die_with_parent
 from wizard.programs import get_program
@@ -164,7 +164,8 @@ class Steps:
 
     @activity.defn(name="publish")
     async def publish(self, job: RepoJob, workspace: Workspace, result: RunResult) -> Published:
-        """The run's patch as a commit on the fleet's branch of the repository."""
+        """The run's patch as a commit on the fleet's branch of the repository, and a pull
+        request from it opened or updated if the fleet asks for one (`forges`)."""
         self._admit(job, workspace)
         folder = Path(workspace.folder)
         patch = folder / "change.patch"
@@ -173,12 +174,20 @@ class Steps:
         message = (f"wizard: {job.program}\n\nSet up by `wizard run {job.program}` "
                    f"({result.ended}).\n" + (f"\nProofs:\n{proofs}" if proofs else ""))  # fmt: skip
         try:
-            return await asyncio.to_thread(
+            published = await asyncio.to_thread(
                 gitwork.publish, folder / "repo", workspace.base_commit, text, job.branch,
                 message, result.changed_files, get_program(job.program).publishable,
             )  # fmt: skip
         except gitwork.GitFailed as exc:
             raise _failure(f"could not publish: {exc}", type="PublishFailed") from exc
+        if not job.pull_request or published.state == "nothing to publish":
+            return published
+        try:
+            proposal = await asyncio.to_thread(_propose, job, result, published, os.environ)
+        except forges.ForgeError as exc:
+            raise _failure(f"could not open the pull request: {exc}",
+                           type="PublishFailed") from exc  # fmt: skip
+        return replace(published, pull_request=proposal.url)
 
     @activity.defn(name="clean_up")
     async def clean_up(self, job: RepoJob) -> None:
@@ -189,6 +198,33 @@ class Steps:
         with contextlib.suppress(OSError):
             self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
         self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
+
+
+def _propose(
+    job: RepoJob, result: RunResult, published: Published, environ: Mapping[str, str]
+) -> forges.Proposal:
+    """The pull request from the fleet's branch, opened or updated, its body the run's
+    ending, proofs, cost and what the branch left out."""
+    forge = forges.forge_of(job.repo.source, environ)
+    token = forges.token_for(forge.kind, environ)
+    body = pull_request_body(job, result, published)
+    return forges.propose(forge, token, job.branch, job.repo.branch, f"wizard: {job.program}", body)
+
+
+def pull_request_body(job: RepoJob, result: RunResult, published: Published) -> str:
+    """What a pull request says: how the run ended, its proofs, its cost, what the branch
+    left out, and how it was made (so a rerun updates it)."""
+    lines = [f"Set up by `wizard run {job.program}`: **{result.ended}**.", ""]
+    if result.proofs:
+        lines += ["Proofs:", *(f"- {proof}" for proof in result.proofs), ""]
+    if result.cost_usd is not None:
+        lines += [f"Cost: ${result.cost_usd:.4f} ({result.seconds:.0f} s).", ""]
+    if published.left_out:
+        lines += ["Left out of this branch (the fleet publishes only what the program may "
+                  "change):", *(f"- {path}" for path in published.left_out), ""]  # fmt: skip
+    lines.append(f"Opened by wizard's fleet `{job.fleet_id}` from `{job.branch}`; running the "
+                 "fleet again updates this pull request.")  # fmt: skip
+    return "\n".join(lines)
 
 
 def _failure(message: str, **options: Any) -> ApplicationError:

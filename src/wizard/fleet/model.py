@@ -22,7 +22,7 @@ SUCCEEDED: frozenset[str] = frozenset({"proven", "set up"})
 TASK_QUEUE = "wizard-fleet"
 # The burndown's JSON (`wizard fleet status --json`; `wizard schema fleet`): fields are only
 # added within a major version, as the outcome's.
-FLEET_SCHEMA_VERSION = "1.1"
+FLEET_SCHEMA_VERSION = "1.2"
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class FleetSpec:
     max_parallel: int = 2
     max_cost: float | None = None  # USD, fleet-wide: no repository starts once it is spent
     rate_per_minute: float | None = None  # repositories started per minute at most
-    publish: Literal["none", "branch"] = "none"
+    publish: Literal["none", "branch", "pull-request"] = "none"
 
     @property
     def branch(self) -> str:
@@ -85,8 +85,8 @@ class FleetSpec:
 
     def job(self, repo: Repo) -> RepoJob:
         """What `repo`'s child workflow is given."""
-        return RepoJob(self.fleet_id, self.program, repo, self.run, self.publish == "branch",
-                       self.branch)  # fmt: skip
+        return RepoJob(self.fleet_id, self.program, repo, self.run, self.publish != "none",
+                       self.branch, self.publish == "pull-request")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,7 @@ class RepoJob:
     run: RunOptions
     publish: bool
     branch: str
+    pull_request: bool = False  # and a pull request opened (or updated) from the branch
 
 
 @dataclass(frozen=True)
@@ -129,12 +130,14 @@ class RunResult:
 
 @dataclass(frozen=True)
 class Published:
-    """What publishing a result did: the branch, its commit, and what it left out."""
+    """What publishing a result did: the branch, its commit, what it left out, and the pull
+    request opened or updated from it."""
 
     branch: str
     commit: str
     state: Literal["created", "updated", "unchanged", "nothing to publish"]
     left_out: tuple[str, ...] = ()
+    pull_request: str | None = None  # its web address
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ class Row:
     published: str | None = None  # created, updated, unchanged, nothing to publish
     left_out: tuple[str, ...] = ()
     proofs: tuple[str, ...] = ()
+    pull_request: str | None = None  # the web address of the one opened or updated
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,8 @@ class RepoWorkflow:
                 published = await step("publish", job, workspace, result, kind=Published,
                                        retry=_PUBLISH, minutes=10)  # fmt: skip
                 row = replace(row, branch=published.branch, commit=published.commit or None,
-                              published=published.state, left_out=published.left_out)  # fmt: skip
+                              published=published.state, left_out=published.left_out,
+                              pull_request=published.pull_request)  # fmt: skip
             return row
         finally:
             await step("clean_up", job, retry=_CLEAN, minutes=5)
