@@ -12,8 +12,9 @@ WORKERS − 1 processes of their own, as `wizard fleet worker`s are); the fleet'
 WORKERS × PARALLEL. Measured per size and worker count:
 
 - wall time from the start to the burndown, and repositories started per second;
-- the fleet workflow's history (events; Temporal's hard limit is 51,200) and the largest
-  repository workflow's;
+- the fleet workflow's history (events; Temporal's hard limit is 51,200): the largest of its
+  runs (it continues as new past `FleetSpec.history_limit`, 5,000), and how many runs it
+  took; and the largest repository workflow's;
 - the peak memory of this process (the workers) and of the server.
 
 Every burndown is checked: each repository ran once and ended set up. Results in
@@ -67,6 +68,16 @@ async def _history_events(client: Any, workflow_id: str) -> int:
     return len(history.events)
 
 
+async def _generations(client: Any, workflow_id: str) -> list[int]:
+    """The events of each run of the fleet's workflow (one more at each continue-as-new)."""
+    runs = [run async for run in client.list_workflows(f'WorkflowId = "{workflow_id}"')]
+    return sorted([
+        len((await client.get_workflow_handle(workflow_id, run_id=run.run_id)
+             .fetch_history()).events)
+        for run in runs
+    ], reverse=True)  # fmt: skip
+
+
 async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel: int,
                  source: Path) -> dict[str, Any]:  # fmt: skip
     script = folder / f"script-{size}-{workers}.json"
@@ -115,7 +126,8 @@ async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel
     return {
         "repositories": size, "workers": workers, "parallel_per_worker": parallel,
         "wall_seconds": round(wall, 1), "starts_per_second": round(size / wall, 2),
-        "fleet_history_events": await _history_events(client, spec.fleet_id),
+        "fleet_history_events": (generations := await _generations(client, spec.fleet_id))[0],
+        "fleet_generations": len(generations),
         "largest_repo_history_events": max(repo_events),
         "workers_peak_mb": round(peaks["workers_mb"]), "server_peak_mb": round(peaks["server_mb"]),
     }  # fmt: skip

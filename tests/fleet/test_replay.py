@@ -1,13 +1,15 @@
 """Fleets started by an earlier release finish on this one: the histories of real fleets
 (`histories/`: success, retried failures, a rate limit's slow-down, a spent budget, a
-cancellation, a refused job, a published fleet of real runs, and a fleet whose worker and
-server were killed and joined again) replay on today's workflow code with temporalio's
-`Replayer`, as a worker replays them after a crash or an upgrade. A change to the workflows
+cancellation, a refused job, a published fleet of real runs, a fleet whose worker and
+server were killed and joined again, and the last generation of one that continued as new)
+replay on today's workflow code with temporalio's `Replayer`, as a worker replays them after
+a crash or an upgrade. A change to the workflows
 that would not (a step added, moved or renamed) fails here, in every CI run."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,12 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from tests.fleet.histories import HISTORIES
-from wizard.fleet.model import RepoJob, Row
+from wizard.fleet.model import Burndown, FleetSpec, RepoJob, Row
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
 RECORDED = sorted(HISTORIES.rglob("*.json"))
 SCENARIOS = {"retries", "parallel", "rate-limited", "budget", "cancelled", "refused",
-             "published", "worker-killed"}  # fmt: skip
+             "published", "worker-killed", "continued"}  # fmt: skip
 
 
 def _history(path: Path) -> WorkflowHistory:
@@ -57,3 +59,37 @@ def test_a_workflow_changed_without_a_patch_fails_the_replay() -> None:
     replayer = Replayer(workflows=[FleetWorkflow, _WaitsFirst])
     with pytest.raises(NondeterminismError):
         asyncio.run(replayer.replay_workflow(_history(HISTORIES / "parallel" / "repo-r0.json")))
+
+
+@workflow.defn(name="FleetWorkflow")
+class _LowLimit(FleetWorkflow):
+    """Today's fleet workflow, continuing as new past 10 events (the fleets recorded before
+    it could went past that)."""
+
+    @workflow.run
+    async def run(self, spec: FleetSpec) -> Burndown:
+        return await super().run(replace(spec, history_limit=10))
+
+
+@workflow.defn(name="FleetWorkflow")
+class _Unguarded(FleetWorkflow):
+    """The same, with its continue-as-new not behind `workflow.patched`."""
+
+    @workflow.run
+    async def run(self, spec: FleetSpec) -> Burndown:
+        return await super().run(replace(spec, history_limit=10))
+
+    def _bounded(self) -> bool:
+        return True
+
+
+def test_a_fleet_started_before_continue_as_new_replays_as_it_ran() -> None:
+    """A fleet recorded before the workflow could continue as new, and past today's limit,
+    replays on today's code (the change is behind `workflow.patched`); without the patch it
+    would not: the replay continues as new where the fleet started its next repository."""
+    history = _history(HISTORIES / "parallel" / "fleet.json")
+    assert len(history.events) > 10
+    result = asyncio.run(Replayer(workflows=[_LowLimit, RepoWorkflow]).replay_workflow(history))
+    assert result.replay_failure is None
+    with pytest.raises(NondeterminismError):
+        asyncio.run(Replayer(workflows=[_Unguarded, RepoWorkflow]).replay_workflow(history))

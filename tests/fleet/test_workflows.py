@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio import workflow
 from temporalio.client import Client
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from tests.fleet.histories import record
 from wizard.fleet.activities import Steps
-from wizard.fleet.model import Burndown, FleetSpec, Repo
+from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Repo
 from wizard.fleet.server import Server, connect_embedded, ensure_server, stop_server
 from wizard.fleet.service import burndown as fleet_status
 from wizard.fleet.service import cancel, serve, start_fleet
+from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
 FAKE = Path(__file__).with_name("fake_wizard.py")
 
@@ -162,6 +165,74 @@ async def test_no_repository_starts_once_the_budget_is_spent(
                                "third": ("skipped", 0)}  # fmt: skip
     assert burndown.budget_spent and burndown.cost_usd == pytest.approx(0.5)
     assert {e["repo"] for e in world.events()} == {"first"}
+
+
+async def test_a_fleet_past_its_history_limit_continues_as_new_and_keeps_every_row(
+    temporal: Server, world: World
+) -> None:
+    """A fleet whose history reaches its limit admits no more repositories, lets the running
+    ones end, and continues as new with every row: each repository runs once, each run of
+    the workflow stays near its limit, and the burndown (and `fleet status`) is whole."""
+    repos = world.repos({f"r{n}": [{"cost": 0.01}] for n in range(12)})
+    spec = _spec(repos, max_parallel=2, history_limit=30)
+    burndown = await world.fleet(temporal, spec, scenario="continued")
+    assert _rows(burndown) == {f"r{n}": ("set up", 1) for n in range(12)}
+    assert burndown.cost_usd == pytest.approx(0.12) and burndown.generation >= 2
+    starts = sorted(e["repo"] for e in world.events() if e["event"] == "start")
+    assert starts == sorted(f"r{n}" for n in range(12))  # none twice across generations
+    client = await connect_embedded(temporal, "default")
+    assert await fleet_status(client, spec.fleet_id) == burndown
+    runs = [run async for run in client.list_workflows(f'WorkflowId = "{spec.fleet_id}"')]
+    assert len(runs) == burndown.generation
+    for run in runs:
+        history = await client.get_workflow_handle(run.id, run_id=run.run_id).fetch_history()
+        # the limit, then what the running repositories' ends add (2 at once, ~8 events each)
+        assert len(history.events) < 30 + 2 * 8 + 4, run.run_id
+
+
+@workflow.defn(name="FleetWorkflow")
+class _BeforeContinueAsNew(FleetWorkflow):
+    """The fleet workflow as the release before continue-as-new ran it (21a1daf): the same
+    steps, no patch marker, never continuing as new."""
+
+    @workflow.run
+    async def run(self, spec: FleetSpec) -> Burndown:
+        return await super().run(spec)
+
+    def _bounded(self) -> bool:
+        return False
+
+
+async def test_a_fleet_the_release_before_started_is_finished_by_this_one(
+    temporal: Server, world: World
+) -> None:
+    """A fleet started and served by the release before continue-as-new, whose worker is
+    replaced by one of this release partway: this one replays it and finishes it as it was
+    begun (past today's limit, it does not continue as new: its history has no marker),
+    with every repository set up."""
+    repos = world.repos({f"r{n}": [{"sleep": 0.2, "cost": 0.01}] for n in range(8)})
+    spec = _spec(repos, max_parallel=1, history_limit=20)
+    client = await connect_embedded(temporal, "default")
+    steps = Steps(world.root / "workspaces", 2, (sys.executable, str(FAKE)))
+    handle, started = await start_fleet(client, spec)
+    assert started
+    # Unsandboxed: the sandbox would import this test module, which it cannot.
+    before = Worker(client, task_queue=TASK_QUEUE, activities=[steps.claim],
+                    workflows=[_BeforeContinueAsNew, RepoWorkflow],
+                    workflow_runner=UnsandboxedWorkflowRunner())  # fmt: skip
+    own = Worker(client, task_queue=steps.queue, activities=steps.all())
+    async with before, own:
+        while sum(row.status == "set up"
+                  for row in (await handle.query(FleetWorkflow.burndown)).rows) < 3:  # fmt: skip
+            await asyncio.sleep(0.05)
+    await serve(client, steps, handle.result())  # this release's worker
+    burndown = await handle.result()
+    assert {row.status for row in burndown.rows} == {"set up"} and burndown.generation == 1
+    assert burndown.cost_usd == pytest.approx(0.08)
+    starts = [e["repo"] for e in world.events() if e["event"] == "start"]
+    assert set(starts) == {f"r{n}" for n in range(8)}
+    assert len(starts) <= 9  # the one running as the old worker stopped may start again
+    assert len((await handle.fetch_history()).events) > 20  # past today's limit, one run
 
 
 async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(

@@ -66,6 +66,19 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
+class Carried:
+    """What a fleet's next generation (after a continue-as-new) starts from: the rows of the
+    repositories admitted so far (the spec keeps only those still to admit), what was spent,
+    the pace."""
+
+    rows: tuple[Row, ...]
+    cost: float = 0.0
+    gap: float = 0.0
+    last_start: str | None = None  # ISO 8601, the workflow clock's
+    generation: int = 1
+
+
+@dataclass(frozen=True)
 class FleetSpec:
     """One fleet: a program across repositories, with its bounds."""
 
@@ -77,6 +90,11 @@ class FleetSpec:
     max_cost: float | None = None  # USD, fleet-wide: no repository starts once it is spent
     rate_per_minute: float | None = None  # repositories started per minute at most
     publish: Literal["none", "branch", "pull-request"] = "none"
+    # The fleet workflow's history, in events, past which it admits no more repositories,
+    # lets those running end, and continues as new (Temporal refuses a history of 51,200).
+    history_limit: int = 5000
+    # Where this run of the fleet's workflow starts from, after a continue-as-new.
+    carried: Carried | None = None
 
     @property
     def branch(self) -> str:
@@ -172,6 +190,7 @@ class Burndown:
     cancelled: bool = False
     finished: bool = False
     pace_seconds: float = 0.0  # between two starts: the --rate, slowed by rate limits
+    generation: int = 1  # which run of the fleet's workflow: one more at each continue-as-new
 
     def counts(self) -> dict[str, int]:
         """How many rows have each status."""

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
         SUCCEEDED,
         TASK_QUEUE,
         Burndown,
+        Carried,
         FleetSpec,
         Published,
         RepoJob,
@@ -140,6 +141,7 @@ class FleetWorkflow:
         self.running = 0
         self.gap = 0.0  # seconds between two starts: the pace
         self.last_start: datetime | None = None
+        self.generation = 1
 
     @workflow.signal
     def slow_down(self, wait: float) -> None:
@@ -153,21 +155,33 @@ class FleetWorkflow:
         assert self.spec is not None
         return Burndown(self.spec.fleet_id, self.spec.program, tuple(self.rows.values()),
                         round(self.cost, 6), self.budget_spent, self.cancelled, self.finished,
-                        self.gap)  # fmt: skip
+                        self.gap, self.generation)  # fmt: skip
 
     @workflow.run
     async def run(self, spec: FleetSpec) -> Burndown:
-        """Admit every repository in order; the burndown once all have ended."""
+        """Admit every repository in order; the burndown once all have ended. Past its
+        history's limit it continues as new, carrying the rows (`_continue`)."""
         self.spec = spec
-        self.rows = {r.id: Row(repo=r.id, source=r.source) for r in spec.repos}
+        bounded = self._bounded()
+        carried = spec.carried
+        self.rows = {row.repo: row for row in carried.rows} if carried is not None else {}
+        self.rows |= {r.id: Row(repo=r.id, source=r.source) for r in spec.repos}
         self.gap = 60.0 / spec.rate_per_minute if spec.rate_per_minute else 0.0
+        if carried is not None:
+            self.cost, self.gap = carried.cost, carried.gap
+            self.generation = carried.generation
+            if carried.last_start is not None:
+                self.last_start = datetime.fromisoformat(carried.last_start)
         children: list[asyncio.Task[None]] = []
         try:
-            for repo in spec.repos:
+            for index, repo in enumerate(spec.repos):
                 await workflow.wait_condition(lambda: self.running < spec.max_parallel)
                 if spec.max_cost is not None and self.cost >= spec.max_cost:
                     self.budget_spent = True
                     break
+                if bounded and workflow.info().get_current_history_length() >= spec.history_limit:
+                    await asyncio.gather(*children)  # children cannot pass to the next one
+                    self._continue(spec, index)
                 await self._paced()
                 job = spec.job(repo)
                 self.running += 1
@@ -184,6 +198,22 @@ class FleetWorkflow:
                 self.rows[repo_id] = self._unfinished(row)
         self.finished = True
         return self.burndown()
+
+    def _bounded(self) -> bool:
+        """Whether this run may continue as new: a fleet started by a release before it
+        could replays as it ran (its history has no such marker; `workflow.patched`)."""
+        return workflow.patched("continue-as-new")
+
+    def _continue(self, spec: FleetSpec, admitted: int) -> None:
+        """Continue as a new run of this fleet (same id: queries, `fleet status` and the
+        result follow it) from its `admitted`-th repository on: the rows of those before it
+        are carried, and the spec keeps only the rest (one payload holds both)."""
+        last = self.last_start.isoformat() if self.last_start is not None else None
+        rest = spec.repos[admitted:]
+        waiting = {repo.id for repo in rest}
+        done = tuple(row for row in self.rows.values() if row.repo not in waiting)
+        carried = Carried(done, self.cost, self.gap, last, self.generation + 1)
+        workflow.continue_as_new(replace(spec, repos=rest, carried=carried))
 
     def _unfinished(self, row: Row) -> Row:
         """What a row that did not end says once the fleet has."""
