@@ -19,7 +19,6 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from tests.fleet.histories import HISTORIES
-from wizard.fleet.codec import CONVERTER
 from wizard.fleet.model import Burndown, FleetSpec, RepoJob, Row
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
@@ -39,7 +38,7 @@ def test_every_scenario_is_recorded() -> None:
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_a_recorded_fleet_replays_on_todays_workflows(path: Path) -> None:
-    replayer = Replayer(workflows=[FleetWorkflow, RepoWorkflow], data_converter=CONVERTER)
+    replayer = Replayer(workflows=[FleetWorkflow, RepoWorkflow])
     result = asyncio.run(replayer.replay_workflow(_history(path)))
     assert result.replay_failure is None
 

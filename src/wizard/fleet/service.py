@@ -20,7 +20,6 @@ from temporalio.worker import Worker
 
 from wizard.errors import ConfigError, UsageError
 from wizard.fleet.activities import Steps
-from wizard.fleet.codec import CONVERTER
 from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Target
 from wizard.fleet.seal import fleet_key, sealed
 from wizard.fleet.server import connect_embedded, ensure_server, running_server
@@ -40,8 +39,7 @@ async def connect(target: Target, start: bool = True) -> Client:
                 raise UsageError("The embedded Temporal server is not running, so no fleet "
                                  "is running there.", "Start one: wizard fleet run.")  # fmt: skip
             return await connect_embedded(server, target.namespace)
-        return await Client.connect(target.address, namespace=target.namespace, tls=target.tls,
-                                    data_converter=CONVERTER)  # fmt: skip
+        return await Client.connect(target.address, namespace=target.namespace, tls=target.tls)
     except RuntimeError as exc:  # the SDK's core says a connection failed this way
         where = target.address or "the embedded server"
         hint = "Check --temporal (HOST:PORT), --namespace and --tls."
