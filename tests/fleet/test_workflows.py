@@ -235,6 +235,25 @@ async def test_a_fleet_the_release_before_started_is_finished_by_this_one(
     assert len((await handle.fetch_history()).events) > 20  # past today's limit, one run
 
 
+async def test_a_worker_that_evicts_a_fleet_replays_it_and_finishes_it(
+    temporal: Server, world: World
+) -> None:
+    """A worker whose cache holds two workflows evicts the fleet again and again, and so
+    replays it from its history each time: the fleet still ends with every repository set
+    up."""
+    repos = world.repos({f"repo-{n:03d}": [{}] for n in range(30)})
+    spec = _spec(repos, max_parallel=3)
+    client = await connect_embedded(temporal, "default")
+    steps = Steps(world.root / "workspaces", 3, (sys.executable, str(FAKE)))
+    handle, _ = await start_fleet(client, spec)
+    shared = Worker(client, task_queue=TASK_QUEUE, activities=[steps.claim],
+                    workflows=[FleetWorkflow, RepoWorkflow], max_cached_workflows=2)  # fmt: skip
+    own = Worker(client, task_queue=steps.queue, activities=steps.all())
+    async with shared, own:
+        burndown = await asyncio.wait_for(handle.result(), 120)
+    assert {row.status for row in burndown.rows} == {"set up"}
+
+
 async def test_a_cancelled_fleet_stops_its_runs_cleans_up_and_starts_nothing(
     temporal: Server, world: World
 ) -> None:
