@@ -110,6 +110,11 @@ def _sent_through(client: str, call: str) -> Callable[[str], str]:
         ({"extensions.py": FLASK_MAIL, "helpers.py": "from extensions import mail\n",
           "app.py": _sent_through("from helpers import mail as m", "m.send")},
          ["app.py:38 m.send"]),
+        # ... or re-exported through more app modules than are followed.
+        ({"extensions.py": FLASK_MAIL, "h1.py": "from extensions import mail\n",
+          **{f"h{n}.py": f"from h{n - 1} import mail\n" for n in range(2, 6)},
+          "app.py": _sent_through("from h5 import mail as m", "m.send")},
+         ["app.py:38 m.send"]),
         # Flask-Mail reached through another package's name.
         ({"app.py": _sent_through("from flask import current_app",
                                   "current_app.extensions['mail'].send")},

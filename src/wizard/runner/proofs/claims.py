@@ -146,6 +146,11 @@ def _root(chain: str) -> str:
     return found.group() if found else ""
 
 
+# How many re-exports through the app's files a name is followed; one passed on further
+# may be anything, and counts.
+_REEXPORTS = 4
+
+
 def _may_be(
     pattern: CallPattern, bound: Imported | None, source: Source, code: Codebase, depth: int = 0
 ) -> bool:
@@ -166,8 +171,8 @@ def _may_be(
         if (held := code.source(path)) is None:
             continue
         again = import_bindings(held).get(bound.name)
-        if again is not None and depth < 4:  # re-exported: follow it
-            if _may_be(pattern, again, held, code, depth + 1):
+        if again is not None:  # re-exported: followed so far, and past that it counts
+            if depth >= _REEXPORTS or _may_be(pattern, again, held, code, depth + 1):
                 return True
         elif any(_imports(set(import_names(held)), module) for module in pattern.modules):
             return True
