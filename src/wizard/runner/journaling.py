@@ -71,7 +71,7 @@ class RunJournal:
         program_id: str,
         binding: Binding,
         sink: EventSink,
-        ahead: Timeline | None = None,
+        ahead: Timeline,
     ) -> RunJournal:
         """Snapshot the project before the run (with its dependency folders' listings, if
         they were taken `ahead`)."""
@@ -80,7 +80,7 @@ class RunJournal:
             return cls(sink, warning=f"{NOT_JOURNALED} (git was not found).")
         try:
             journal = Journal(project)
-            taken = functools.partial(_taken_ahead, ahead or Timeline(), project, sink)
+            taken = functools.partial(_taken_ahead, ahead, project, sink)
             record = journal.begin(run_id, program_id, binding.harness, binding.sequence,
                                    ahead=taken)  # fmt: skip
         except (WizardError, OSError) as exc:
@@ -102,7 +102,7 @@ class RunJournal:
         program_id: str,
         binding: Binding,
         sink: EventSink,
-        ahead: Timeline | None = None,
+        ahead: Timeline,
     ) -> RunJournal:
         """Snapshot the project before a preview and make the copy it runs on. A preview
         without its journal could never be applied: a `ConfigError` naming the fix."""
@@ -112,9 +112,9 @@ class RunJournal:
                 "Install git, or run without --preview.",
             )
         journal = Journal(project)
+        taken = functools.partial(_taken_ahead, ahead, project, sink)
         record = journal.begin_preview(run_id, program_id, binding.harness, binding.sequence,
-                                       functools.partial(_taken_ahead, ahead or Timeline(),
-                                                         project, sink))  # fmt: skip
+                                       taken)  # fmt: skip
         return cls(sink, journal, record)
 
     def abandon(self) -> None:
