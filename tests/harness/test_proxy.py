@@ -257,6 +257,33 @@ async def test_the_engine_gets_its_protocols_error_event_naming_the_fault(
     assert proxy.fault is not None and proxy.fault in str(raised.value)
 
 
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+async def test_after_a_cut_nothing_more_reaches_the_gateway(api: str) -> None:
+    """A cut fails the run: the engine's next request (pi's context compaction, a retry) is
+    answered with the fault, never sent, and the gateway's later words cannot replace it."""
+    broken = {**TEXT, "fault": "reset", "fault_after_frames": 3}
+    async with edge({"responses": [broken, TEXT]}) as (gateway, proxy):
+        for _ in range(2):
+            with pytest.raises(Exception) as raised:  # each SDK raises its own error
+                if api == "anthropic":
+                    client = _claude(proxy)
+                    request = client.messages.stream(model="m", max_tokens=5, messages=USER)
+                    async with request as stream:
+                        async for _ in stream:
+                            pass
+                else:
+                    gpt = _gpt(proxy)
+                    chunks = await gpt.chat.completions.create(
+                        model="m", messages=USER, stream=True
+                    )
+                    async for _ in chunks:
+                        pass
+        assert len(gateway.requests) == 1
+    assert proxy.fault is not None and proxy.fault.startswith("the connection to the gateway broke")
+    assert f"the run has already failed: {proxy.fault}" in str(raised.value)
+    assert proxy.last_error is None and proxy.meter.turns == 1
+
+
 async def test_the_idle_watchdog_cuts_a_stalled_stream() -> None:
     response = {**TEXT, "fault": "stall", "fault_after_frames": 2}
     async with (

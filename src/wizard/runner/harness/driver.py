@@ -248,8 +248,11 @@ class _Conversation:
             return ending
         if self.proxy.over_budget is not None:
             return endings.over_budget(run, self.proxy.over_budget)
-        if end.stop_reason == "error":  # the gateway's own words, when it answered one
-            message = self.proxy.last_error or end.error_message or "the model request failed"
+        if end.stop_reason == "error":  # the stream wizard cut, else the gateway's own words
+            proxy = self.proxy
+            message = (
+                proxy.fault or proxy.last_error or end.error_message or "the model request failed"
+            )
             return endings.failed(run, message)
         if run.task is not None:  # the queue, not the harness, says whether the task reported
             return endings.completed(run, await self.session.stats())

@@ -278,6 +278,9 @@ class GatewayProxy:
                 return await connection.respond(400, _CLOSE, b"Bad request target")
             if self.spend is not None and (why := self.spend.exceeded()) is not None:
                 return await self._refuse(connection, why)
+            if self.fault is not None:  # the run has failed on it: nothing more is spent
+                message = f"wizard: the run has already failed: {self.fault}"
+                return await _answer_error(connection, 400, "invalid_request_error", message)
             assert self._client_made is not None
             await self._client_made
             self.meter.turns += 1
@@ -370,18 +373,13 @@ class GatewayProxy:
         does not retry, and the run ends on it."""
         self.over_budget = self.over_budget or why
         self.meter.refused += 1
-        message = f"wizard: {why}"
-        payload = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
-        headers = [("content-type", "application/json"), *_CLOSE]
-        await connection.respond(400, headers, json.dumps(payload).encode())
+        await _answer_error(connection, 400, "invalid_request_error", f"wizard: {why}")
 
     async def _unreachable(self, connection: HttpConnection) -> None:
         """Out of reach after every retry: the run's error is the real reason, said once."""
         message = unreachable_message(self.upstream, self._out_of_reach)
         self.fault = self.fault or message
-        payload = {"type": "error", "error": {"type": "api_error", "message": message}}
-        headers = [("content-type", "application/json"), *_CLOSE]
-        await connection.respond(502, headers, json.dumps(payload).encode())
+        await _answer_error(connection, 502, "api_error", message)
 
     async def _pipe(self, response: httpx.Response, connection: HttpConnection, api: str) -> None:
         """Relay the response as it comes; cut it in error at the first sign of a fault. An
@@ -423,6 +421,16 @@ class GatewayProxy:
         # Blank lines first end whatever event the gateway left half-sent.
         with contextlib.suppress(ConnectionError):
             await connection.send(b"\n\n" + _error_event(check.api, self.fault))
+
+
+async def _answer_error(
+    connection: HttpConnection, status: int, error_type: str, message: str
+) -> None:
+    """Answer the engine's request with an error of wizard's own, in the shape both APIs'
+    clients read."""
+    payload = {"type": "error", "error": {"type": error_type, "message": message}}
+    headers = [("content-type", "application/json"), *_CLOSE]
+    await connection.respond(status, headers, json.dumps(payload).encode())
 
 
 def _error_event(api: str, message: str) -> bytes:
