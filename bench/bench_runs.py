@@ -1,6 +1,7 @@
 """Benchmark: what a stop costs, what wizard adds to pi, start-up, CPU and memory over a run.
 
 Run: .venv/bin/python bench/bench_runs.py [--stops 20] [--json bench/results/runs.json]
+     [--sections stop_cost,harness_overhead,startup,cpu,memory]
 
 All on the real pinned pi against the scripted gateway on 127.0.0.1, side by side in one run:
 
@@ -276,15 +277,21 @@ async def memory_over_turns(turns: int = 2_000) -> dict[str, Any]:
     return marks
 
 
-async def main(stops: int) -> dict[str, Any]:
-    results: dict[str, Any] = {"stop_cost": await stop_costs(stops)}
-    print(json.dumps(results["stop_cost"], indent=1), flush=True)
-    results["harness_overhead"] = await overhead()
-    print(json.dumps(results["harness_overhead"], indent=1), flush=True)
-    results["startup"] = startup()
-    results["cpu"] = await cpu_per_deltas()
-    results["memory"] = await memory_over_turns()
-    print(json.dumps({k: results[k] for k in ("startup", "cpu", "memory")}, indent=1))
+SECTIONS = ("stop_cost", "harness_overhead", "startup", "cpu", "memory")
+
+
+async def main(stops: int, sections: tuple[str, ...] = SECTIONS) -> dict[str, Any]:
+    measures: dict[str, Callable[[], Awaitable[Any]]] = {
+        "stop_cost": lambda: stop_costs(stops),
+        "harness_overhead": overhead,
+        "startup": lambda: asyncio.to_thread(startup),
+        "cpu": cpu_per_deltas,
+        "memory": memory_over_turns,
+    }
+    results: dict[str, Any] = {}
+    for section in sections:
+        results[section] = await measures[section]()
+        print(json.dumps({section: results[section]}, indent=1), flush=True)
     return results
 
 
@@ -292,8 +299,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--stops", type=int, default=20)
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help="which measures, comma-separated"
+    )
     args = parser.parse_args()
-    results = asyncio.run(main(args.stops))
+    results = asyncio.run(main(args.stops, tuple(args.sections.split(","))))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -33,8 +33,6 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = ROOT / ".venv" / "bin" / "python"
 LOCK = ROOT / "src" / "wizard" / "engines" / "engine_lock" / "package.json"
-# pi moved to a new package; the one wizard pins is deprecated while this differs.
-MAINTAINED_PI = "@earendil-works/pi-coding-agent"
 
 
 def _names(requirements: list[str]) -> dict[str, str]:
@@ -77,10 +75,6 @@ def engine_behind() -> list[dict[str, str]]:
         if newest != version:
             behind.append({"kind": "engine", "name": package, "runs": version,
                            "newest": newest, "range": f"=={version}"})  # fmt: skip
-    if "@mariozechner/pi-coding-agent" in pinned and MAINTAINED_PI not in pinned:
-        behind.append({"kind": "engine", "name": MAINTAINED_PI, "runs": "(not used)",
-                       "newest": _npm_newest(MAINTAINED_PI),
-                       "range": "the maintained pi; the pinned package is deprecated"})  # fmt: skip
     return behind
 
 

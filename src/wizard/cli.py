@@ -285,7 +285,7 @@ def doctor(
 def engines_install(
     engine: Annotated[str, typer.Argument(help=f"The engine to install: {_installable()}.")] = "pi",
 ) -> None:
-    """Install an agent engine (pi: npm @mariozechner/pi-coding-agent, exactly pinned)."""
+    """Install an agent engine (pi: npm @earendil-works/pi-coding-agent, exactly pinned)."""
     from wizard.engines import bundle as pi_engine
 
     entry = HARNESSES.get(engine)

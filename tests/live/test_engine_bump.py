@@ -7,10 +7,12 @@ Read from `host.mjs` itself, so a host that starts using more of pi is held to i
 - every export of pi's SDK the host calls, and the static member it calls on it
   (`pi.SessionManager.inMemory`), exists, as what the host calls it as (a function, a
   class);
-- every option the host gives `DefaultResourceLoader` and `createAgentSession` is one pi's
-  code still reads: an option renamed away would be ignored without a word, and those are
-  the `no*` switches that keep a project's own extensions, skills, prompts and context
-  files from loading;
+- every option the host gives `DefaultResourceLoader`, `createAgentSession`,
+  `ModelRuntime.create` and `SettingsManager.inMemory` is one pi's code still reads: an
+  option renamed away would be ignored without a word, and those are the `no*` switches
+  that keep a project's own extensions, skills, prompts and context files from loading,
+  and the settings that keep pi from requests wizard did not ask for (catalog refreshes,
+  cache warming, telemetry headers);
 - every event type the host reads from a session (`compact`) is one pi still emits.
 
 `WIZARD_ENGINE_PREFIX` points it at another install (a candidate release in a scratch
@@ -81,6 +83,10 @@ def test_the_host_reads_what_it_checks() -> None:
         "new pi.DefaultResourceLoader"
     )
     assert {"resourceLoader", "sessionManager", "customTools"} <= _options("pi.createAgentSession")
+    assert {"credentials", "modelsPath", "refreshOnCreate"} <= _options("pi.ModelRuntime.create")
+    assert {"retry", "cacheWarming", "enableInstallTelemetry"} <= _options(
+        "pi.SettingsManager.inMemory"
+    )
 
 
 def test_every_export_the_host_calls_is_there() -> None:
@@ -109,7 +115,15 @@ def test_every_export_the_host_calls_is_there() -> None:
     assert all(what["type"] == "function" for what in found.values())
 
 
-@pytest.mark.parametrize("call", ["new pi.DefaultResourceLoader", "pi.createAgentSession"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "new pi.DefaultResourceLoader",
+        "pi.createAgentSession",
+        "pi.ModelRuntime.create",
+        "pi.SettingsManager.inMemory",
+    ],
+)
 def test_every_option_the_host_gives_is_one_pi_reads(call: str) -> None:
     entry, _ = _engine()
     code = _sdk_code(entry)

@@ -185,8 +185,8 @@ async def test_an_engine_that_takes_a_while_to_prepare_shows_a_spinner(tmp_path:
 
     class Installing(PiHarness):
         async def prepare(self, progress: Callable[[str], None], ahead: object) -> None:
-            progress("installing pi 0.73.1 with npm ...")
-            progress("pi 0.73.1 installed.")
+            progress("installing pi 1.6.0 with npm ...")
+            progress("pi 1.6.0 installed.")
 
     recorder = EventRecorder()
     turns = [[reply(call("read", path="README.md")), said("Done.")], [said("-")]]
@@ -199,8 +199,8 @@ async def test_an_engine_that_takes_a_while_to_prepare_shows_a_spinner(tmp_path:
         if isinstance(e, SpinnerStarted | SpinnerMessage | SpinnerStopped)
     ]
     assert spun[:3] == [
-        SpinnerStarted("Preparing the pi engine: installing pi 0.73.1 with npm ..."),
-        SpinnerMessage("Preparing the pi engine: pi 0.73.1 installed."),
+        SpinnerStarted("Preparing the pi engine: installing pi 1.6.0 with npm ..."),
+        SpinnerMessage("Preparing the pi engine: pi 1.6.0 installed."),
         SpinnerStopped("The pi engine is ready"),
     ]
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.integrations import email_app
 from tests.scenarios.conftest import wizard_env
-from wizard.engines.bundle import check_unchanged, pi_prefix
+from wizard.engines.bundle import PI_PACKAGE, check_unchanged, pi_prefix
 from wizard.testing.cli import run_wizard
 
 pytestmark = pytest.mark.live
@@ -68,7 +68,7 @@ def test_doctor_and_engines_status_name_a_changed_engine(
     for command in (["doctor"], ["engines", "status"]):
         sound = run_wizard(*command, timeout=60, env=env)
         assert "changed after wizard installed it" not in sound.stdout, sound.stdout
-    cli = copy / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
+    cli = copy / "node_modules" / PI_PACKAGE / "dist" / "cli.js"
     cli.chmod(0o644)
     cli.write_text(cli.read_text() + "\n// planted\n")
     for command in (["doctor"], ["engines", "status"]):

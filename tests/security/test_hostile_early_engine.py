@@ -17,7 +17,7 @@ import pytest
 from tests.integrations import email_app
 from tests.scenarios.conftest import gateway_process
 from wizard.ahead import Timeline
-from wizard.engines.bundle import check_unchanged, pi_prefix
+from wizard.engines.bundle import PI_PACKAGE, check_unchanged, pi_prefix
 from wizard.testing.cli import run_wizard, wizard_env
 from wizard.testing.script import call, reply, said
 
@@ -60,7 +60,7 @@ def test_a_changed_engine_is_never_loaded_by_the_host_started_early(
     rewritten (code that runs on load) fails the run, and that code never runs."""
     engines, state, copy, project = _recorded_copy(outside_temp, monkeypatch)
     canary = outside_temp / "engine-code-ran"
-    _loaded_writes(copy / "node_modules/@mariozechner/pi-coding-agent/dist/index.js", canary)
+    _loaded_writes(copy / "node_modules" / PI_PACKAGE / "dist/index.js", canary)
     env = wizard_env(tmp_path, WIZARD_GATEWAY_URL="http://127.0.0.1:9",
                      WIZARD_ENGINES_DIR=str(engines), WIZARD_STATE_DIR=str(state))  # fmt: skip
     done = run_wizard("run", "transactional-email", "--project", str(project), "--ci", env=env)
@@ -109,7 +109,7 @@ def test_the_anthropic_harness_runs_no_changed_file_of_the_sandbox_runtime_it_ch
     never runs."""
     engines, state, copy, project = _recorded_copy(outside_temp, monkeypatch)
     pi_ran, runtime_ran = outside_temp / "pi-code-ran", outside_temp / "runtime-code-ran"
-    _loaded_writes(copy / "node_modules/@mariozechner/pi-coding-agent/dist/index.js", pi_ran)
+    _loaded_writes(copy / "node_modules" / PI_PACKAGE / "dist/index.js", pi_ran)
     scenario = {"responses": [reply(call("mcp__wizard__bash", command="touch out.txt")),
                               said("[ABORT] stop here"), said("never asked")]}  # fmt: skip
     url, _ = gateway_process(scenario)

@@ -19,9 +19,9 @@ def _at_80() -> tuple[Console, io.StringIO]:
 
 
 def test_doctor_prints_each_check_on_one_line_with_its_fix_below() -> None:
-    path = "/home/someone/.cache/wizard/engines/pi-0.73.1+srt-0.0.83"
+    path = "/home/someone/.cache/wizard/engines/pi-1.6.0+srt-0.0.83"
     checks = [
-        Check("pi engine", True, f"0.73.1 with the sandbox runtime 0.0.83, in {path}"),
+        Check("pi engine", True, f"1.6.0 with the sandbox runtime 0.0.83, in {path}"),
         Check("gateway", False, "not configured", "set WIZARD_GATEWAY_URL (see the README)"),
     ]
     console, buffer = _at_80()

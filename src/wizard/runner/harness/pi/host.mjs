@@ -421,15 +421,36 @@ function commandEnv(env) {
 
 // --- the session ----------------------------------------------------------------------------
 
+/** pi's credential store, holding nothing and keeping nothing (`CredentialStore`): the only
+ * key pi uses is the one in models.json. */
+function noCredentials() {
+  return {
+    read: async () => undefined,
+    list: async () => [],
+    modify: async (_provider, change) => change(undefined),
+    delete: async () => {},
+  };
+}
+
 async function createSession() {
   const pi = await piLoading;
   const { cwd, agentDir } = launch;
-  const authStorage = pi.AuthStorage.inMemory();
-  const modelRegistry = pi.ModelRegistry.create(authStorage, path.join(agentDir, "models.json"));
-  const model = modelRegistry.find(launch.provider, launch.model);
+  // The gateway (wizard's proxy and the run's token) is the one provider, from the models.json
+  // wizard wrote into pi's private folder; no credential is read or kept anywhere else, and no
+  // model catalog is fetched.
+  const modelRuntime = await pi.ModelRuntime.create({
+    credentials: noCredentials(),
+    modelsPath: path.join(agentDir, "models.json"),
+    refreshOnCreate: false,
+  });
+  const model = modelRuntime.getModel(launch.provider, launch.model);
   if (!model) die(`the model ${launch.provider}/${launch.model} is not configured`, 1);
   const settingsManager = pi.SettingsManager.inMemory({
     retry: { enabled: false, provider: { maxRetries: launch.retries } },
+    // No request wizard did not ask for: no cache-warming requests between turns, no install
+    // telemetry or attribution headers.
+    cacheWarming: "off",
+    enableInstallTelemetry: false,
   });
   const resourceLoader = new pi.DefaultResourceLoader({
     cwd,
@@ -449,8 +470,7 @@ async function createSession() {
   const { session } = await pi.createAgentSession({
     cwd,
     agentDir,
-    authStorage,
-    modelRegistry,
+    modelRuntime,
     model,
     settingsManager,
     resourceLoader,
