@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python bench/bench_fleet_scale.py [--sizes 100,1000] [--workers 1,2]
                                                  [--parallel 8] [--json FILE]
+     .venv/bin/python bench/bench_fleet_scale.py --chaos 1000 [--workers 2] [--seed 1]
 
 Each fleet runs on the embedded Temporal server (started before the clock) with the fleet's
 real workflows and activities (claim, clone, run, clean up); only `wizard run` is the test
@@ -19,26 +20,40 @@ WORKERS × PARALLEL. Measured per size and worker count:
 
 Every burndown is checked: each repository ran once and ended set up. Results in
 `bench/results/fleet_scale.json`.
+
+`--chaos N` runs one fleet of N repositories (`--workers` W, the first count) that publishes
+each result to a branch of the repository's own bare clone, while it kills, at random points
+(a seeded schedule, `--seed`): a worker (SIGKILL, then started again on its folder and so its
+queue), or the server (SIGKILL to its enclosure and everything in it, then started again on
+its state). This process only follows the fleet, reconnecting as the server comes back; every
+worker is a process of its own. Checked at the end: one row per repository, each set up and
+published, and each branch holding exactly one commit over its base (nothing published twice);
+reported: the kills, the runs started again (a killed worker's) and the wall time. Results in
+`bench/results/fleet_chaos.json`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from wizard.fleet.activities import Steps
-from wizard.fleet.model import FleetSpec, Repo
+from wizard.fleet.model import Burndown, FleetSpec, Repo
 from wizard.fleet.server import (
     Server,
     connect_embedded,
@@ -149,6 +164,138 @@ async def _main(sizes: list[int], workers: list[int], parallel: int) -> list[dic
     return results
 
 
+def _worker(folder: Path, n: int, parallel: int) -> subprocess.Popen[bytes]:
+    """A worker of the chaos fleet, on its own folder (and so its own queue, which a worker
+    started again on that folder takes up)."""
+    return subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(folder / f"cw-{n}"), str(parallel),
+         str(folder / "temporal")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _kill_server(server: Server) -> None:
+    """SIGKILL to the server's enclosure and everything in it, at once."""
+    with contextlib.suppress(psutil.Error):
+        root = psutil.Process(server.pid)
+        for process in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signal.SIGKILL)
+
+
+def _say(started: float, what: str) -> None:
+    """A line of the chaos's progress, on stderr."""
+    print(f"{time.monotonic() - started:7.1f} s  {what}", file=sys.stderr, flush=True)
+
+
+def _commits_over_base(source: Path, branch: str) -> int:
+    done = subprocess.run(["git", "rev-list", "--count", f"HEAD..{branch}"], cwd=source,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
+
+
+async def _chaos(folder: Path, size: int, workers: int, parallel: int, source: Path,
+                 seed: int) -> dict[str, Any]:  # fmt: skip
+    rng = random.Random(seed)
+    sources = folder / "sources"
+    sources.mkdir()
+    ids = [f"c{i}" for i in range(size)]
+    for repo in ids:
+        subprocess.run(["git", "clone", "--bare", "--quiet", str(source), str(sources / repo)],
+                       check=True)  # fmt: skip
+    script, log = folder / "chaos-script.json", folder / "chaos-log.jsonl"
+    script.write_text(json.dumps({repo: [{"file": "analytics.py"}] for repo in ids}))
+    os.environ["FAKE_WIZARD_SCRIPT"], os.environ["FAKE_WIZARD_LOG"] = str(script), str(log)
+    spec = FleetSpec(fleet_id=f"chaos-{uuid.uuid4().hex[:8]}", program="revenue-analytics",
+                     repos=tuple(Repo(repo, str(sources / repo)) for repo in ids),
+                     max_parallel=workers * parallel, publish="branch")  # fmt: skip
+    server_folder = folder / "temporal"
+    server = await asyncio.to_thread(ensure_server, server_folder)
+    processes = {n: _worker(folder, n, parallel) for n in range(workers)}
+    client = await connect_embedded(server, "default")
+    await start_fleet(client, spec)
+    kills = {"worker": 0, "server": 0}
+    restarted = 0
+    started = time.monotonic()
+    next_kill = started + rng.uniform(3, 10)
+    burndown: Burndown | None = None
+    try:
+        while burndown is None:
+            for n, process in processes.items():  # a worker that died of the server's death
+                if process.poll() is not None:
+                    _say(started, f"worker {n} ended by itself: started again")
+                    processes[n] = _worker(folder, n, parallel)
+                    restarted += 1
+            try:
+                handle = client.get_workflow_handle(spec.fleet_id, result_type=Burndown)
+                described = await asyncio.wait_for(handle.describe(), 10)
+                if described.status is not None and described.status.name == "COMPLETED":
+                    burndown = await asyncio.wait_for(handle.result(), 30)
+                    break
+            except Exception as exc:  # the server is down, or coming back: reconnect
+                _say(started, f"following the fleet failed ({type(exc).__name__}): reconnecting")
+                await asyncio.sleep(0.5)
+                server = await asyncio.to_thread(ensure_server, server_folder)
+                with contextlib.suppress(Exception):
+                    client = await connect_embedded(server, "default")
+                continue
+            if time.monotonic() >= next_kill:
+                if rng.random() < 0.3:
+                    _say(started, "the server is killed")
+                    _kill_server(server)
+                    kills["server"] += 1
+                    await asyncio.sleep(rng.uniform(0.2, 2.0))
+                    server = await asyncio.to_thread(ensure_server, server_folder)
+                    client = await connect_embedded(server, "default")
+                else:
+                    n = rng.randrange(workers)
+                    _say(started, f"worker {n} is killed")
+                    processes[n].kill()
+                    processes[n].wait()
+                    kills["worker"] += 1
+                    await asyncio.sleep(rng.uniform(0.0, 2.0))
+                    processes[n] = _worker(folder, n, parallel)
+                next_kill = time.monotonic() + rng.uniform(3, 10)
+            await asyncio.sleep(0.5)
+    finally:
+        for process in processes.values():
+            process.kill()
+            process.wait(timeout=30)
+    wall = time.monotonic() - started
+    assert burndown is not None
+    rows = [row.repo for row in burndown.rows]
+    ended = {row.repo: row for row in burndown.rows}
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    starts = Counter(run["repo"] for run in runs if run["event"] == "start")
+    ends = Counter(run["repo"] for run in runs if run["event"] == "end")
+    commits = {repo: _commits_over_base(sources / repo, spec.branch) for repo in ids}
+    assert sorted(rows) == sorted(ids), "a repository is missing from, or twice in, the burndown"
+    assert {row.status for row in ended.values()} == {"set up"}, burndown.counts()
+    assert all(row.published in ("created", "updated", "unchanged") for row in ended.values())
+    assert set(commits.values()) == {1}, {r: c for r, c in commits.items() if c != 1}
+    return {
+        "repositories": size, "workers": workers, "parallel_per_worker": parallel,
+        "seed": seed, "wall_seconds": round(wall, 1), "kills": kills,
+        "workers_restarted_after_the_server": restarted,
+        "rows": len(rows), "ended": burndown.counts(),
+        "branches_with_one_commit": sum(1 for c in commits.values() if c == 1),
+        "repositories_run_again": sum(1 for c in starts.values() if c > 1),
+        "runs_finished_twice": sum(1 for c in ends.values() if c > 1),
+        "published": {state: sum(1 for row in ended.values() if row.published == state)
+                      for state in ("created", "updated", "unchanged")},
+        "fleet_generations": len(await _generations(client, spec.fleet_id)),
+    }  # fmt: skip
+
+
+async def _chaos_main(size: int, workers: int, parallel: int, seed: int) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(prefix="wizard-fleet-chaos-", dir="/var/tmp"))
+    try:
+        result = await _chaos(folder, size, workers, parallel, _source(folder), seed)
+    finally:
+        stop_server(folder / "temporal")
+    print(json.dumps(result), flush=True)
+    return result
+
+
 def _rss(process: psutil.Process) -> int:
     try:
         return int(process.memory_info().rss)
@@ -184,10 +331,16 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--parallel", type=int, default=8)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--chaos", type=int, help="one fleet of this many repositories, "
+                        "with workers and the server killed at random")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     workers = [int(count) for count in args.workers.split(",")]
-    results = asyncio.run(_main(sizes, workers, args.parallel))
+    if args.chaos is not None:
+        results = [asyncio.run(_chaos_main(args.chaos, workers[0], args.parallel, args.seed))]
+    else:
+        results = asyncio.run(_main(sizes, workers, args.parallel))
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from tests.fleet.test_seal import KEY, _job, _spec
+from wizard.fleet import gitwork
 from wizard.fleet.activities import Steps, rate_limit_wait, run_result
 from wizard.fleet.model import Workspace
 
@@ -112,3 +114,24 @@ def test_a_runs_journal_is_its_workspaces_and_goes_with_it(
 
     asyncio.run(scene())
     assert not folder.exists()
+
+
+def test_a_step_longer_than_its_heartbeat_keeps_beating(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every step has a heartbeat timeout (10 s), so a slow one must say it is alive: a
+    clone that takes 5 s heartbeats every 2 s while it goes, and ends as it would."""
+
+    def slow_clone(repo: Any, into: Path) -> str:
+        time.sleep(5)
+        into.mkdir(parents=True)
+        return "base"
+
+    monkeypatch.setattr(gitwork, "clone", slow_clone)
+    steps = Steps(tmp_path / "workspaces", 2, wizard=(sys.executable, "-c", ""), key=KEY)
+    env = ActivityEnvironment()
+    beats: list[float] = []
+    env.on_heartbeat = lambda *details: beats.append(time.monotonic())
+    workspace = asyncio.run(env.run(steps.prepare, _job(_spec())))
+    assert workspace.base_commit == "base"
+    assert len(beats) >= 2, beats

@@ -14,13 +14,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from tests.fleet.histories import record
 from wizard.fleet.activities import Steps
-from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Repo
+from wizard.fleet.model import (
+    TASK_QUEUE,
+    Burndown,
+    FleetSpec,
+    Published,
+    Repo,
+    RepoJob,
+    RunResult,
+    Workspace,
+)
 from wizard.fleet.server import Server, connect_embedded, ensure_server, stop_server
 from wizard.fleet.service import burndown as fleet_status
 from wizard.fleet.service import cancel, serve, start_fleet
@@ -65,9 +74,10 @@ class World:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
     async def fleet(self, server: Server, spec: FleetSpec, worker_parallel: int = 4,
-                    during: Any = None, scenario: str = "") -> Burndown:  # fmt: skip
+                    during: Any = None, scenario: str = "",
+                    steps_type: type[Steps] = Steps) -> Burndown:  # fmt: skip
         client = await connect_embedded(server, "default")
-        steps = Steps(self.root / "workspaces", worker_parallel, (sys.executable, str(FAKE)))
+        steps = steps_type(self.root / "workspaces", worker_parallel, (sys.executable, str(FAKE)))
         handle, started = await start_fleet(client, spec)
         assert started
         result = asyncio.ensure_future(handle.result())
@@ -120,6 +130,33 @@ async def test_engine_and_api_failures_are_retried_and_final_endings_are_not(
     assert burndown.cost_usd == pytest.approx(0.07)
     starts = [e for e in world.events() if e["event"] == "start"]
     assert len(starts) == 9
+
+
+class _PublishHangsOnce(Steps):
+    """A worker whose first publish never ends and never heartbeats: to the server, a worker
+    that died in the middle of that step."""
+
+    @activity.defn(name="publish")
+    async def publish(self, job: RepoJob, workspace: Workspace, result: RunResult) -> Published:
+        if activity.info().attempt == 1:
+            await asyncio.Event().wait()
+        return await super().publish(job, workspace, result)
+
+
+async def test_a_step_whose_worker_stops_answering_is_tried_again_within_seconds(
+    temporal: Server, world: World
+) -> None:
+    """Every step heartbeats: a publish whose worker went silent is tried again once its
+    heartbeat is missed (10 s), not after its 10-minute limit, and publishes once."""
+    repos = world.repos({"silent": [{"file": "analytics.py"}]})
+    fleet = world.fleet(temporal, _spec(repos, publish="branch"), steps_type=_PublishHangsOnce)
+    burndown = await asyncio.wait_for(fleet, 90)
+    (row,) = burndown.rows
+    assert (row.status, row.published) == ("set up", "created"), row
+    count = subprocess.run(["git", "rev-list", "--count", f"HEAD..{row.branch}"],
+                           cwd=repos[0].source, capture_output=True, text=True,
+                           check=True)  # fmt: skip
+    assert count.stdout.strip() == "1"
 
 
 def _most_at_once(events: list[dict[str, Any]]) -> int:

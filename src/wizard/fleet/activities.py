@@ -19,11 +19,11 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
@@ -39,6 +39,7 @@ from wizard.walk import remove_tree
 RATE_LIMITED = "WIZARD_RATE_LIMIT"
 RETRIED = frozenset({"WIZARD_API_ERROR", RATE_LIMITED, "WIZARD_ENGINE_FAILURE"})
 HEARTBEAT_SECONDS = 2.0
+T = TypeVar("T")
 
 
 class Steps:
@@ -107,10 +108,10 @@ class Steps:
         """A clean workspace for `job`: whatever an earlier attempt left goes, then a clone."""
         self._admit(job)
         self.taken.add(f"{job.fleet_id}/{job.repo.id}")
-        folder = await asyncio.to_thread(self._remove, job)
+        folder = await _beating(asyncio.to_thread(self._remove, job))
         folder.mkdir(parents=True)
         try:
-            base = await asyncio.to_thread(gitwork.clone, job.repo, folder / "repo")
+            base = await _beating(asyncio.to_thread(gitwork.clone, job.repo, folder / "repo"))
         except gitwork.GitFailed as exc:
             raise _failure(
                 f"could not clone {job.repo.source}: {exc}",
@@ -174,16 +175,18 @@ class Steps:
         message = (f"wizard: {job.program}\n\nSet up by `wizard run {job.program}` "
                    f"({result.ended}).\n" + (f"\nProofs:\n{proofs}" if proofs else ""))  # fmt: skip
         try:
-            published = await asyncio.to_thread(
+            published = await _beating(asyncio.to_thread(
                 gitwork.publish, folder / "repo", workspace.base_commit, text, job.branch,
                 message, result.changed_files, get_program(job.program).publishable,
-            )  # fmt: skip
+            ))  # fmt: skip
         except gitwork.GitFailed as exc:
             raise _failure(f"could not publish: {exc}", type="PublishFailed") from exc
         if not job.pull_request or published.state == "nothing to publish":
             return published
         try:
-            proposal = await asyncio.to_thread(_propose, job, result, published, os.environ)
+            proposal = await _beating(
+                asyncio.to_thread(_propose, job, result, published, os.environ)
+            )
         except forges.ForgeError as exc:
             raise _failure(f"could not open the pull request: {exc}",
                            type="PublishFailed") from exc  # fmt: skip
@@ -194,7 +197,7 @@ class Steps:
         """Remove the repository's workspace (its run's journal and preview with it), and free
         its slot."""
         self._admit(job)
-        await asyncio.to_thread(self._remove, job)
+        await _beating(asyncio.to_thread(self._remove, job))
         with contextlib.suppress(OSError):
             self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
         self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
@@ -280,6 +283,22 @@ def run_result(outcome: dict[str, Any], seconds: float) -> RunResult:
         source=outcome.get("source"), cost_usd=usage.get("cost_usd"), seconds=seconds,
         proofs=proofs, changed_files=tuple(outcome.get("changed_files") or ()),
     )  # fmt: skip
+
+
+async def _beating(work: Awaitable[T]) -> T:
+    """`work`'s result, heartbeating while it goes: every step on a worker has a heartbeat
+    timeout, so a worker that dies in the middle of one is known in seconds and the step is
+    tried again (on its queue, which a worker started again takes up), not at the step's
+    end-to-end limit (a killed worker's publish waited out its 10 minutes)."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_SECONDS)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        task.cancel()
 
 
 async def _run_wizard(command: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:

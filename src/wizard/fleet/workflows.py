@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
 # repository is claimed again, by any worker, and starts over.
 WORKER_GONE = timedelta(minutes=5)
 CLAIMS = 3
-# A run's worker that stopped heartbeating this long is gone: the run is tried again.
+# A step's worker that stopped heartbeating this long is gone: the step is tried again.
 HEARTBEAT = timedelta(seconds=10)
 # The slowest pace a fleet slows to on rate limits: a start every ten minutes.
 SLOWEST_GAP = 600.0
@@ -86,11 +86,11 @@ class RepoWorkflow:
             kind: type | None = None,
             retry: RetryPolicy,
             minutes: float,
-            heartbeat: timedelta | None = None,
         ) -> Any:
+            # Every step heartbeats: a worker that dies in one is known within HEARTBEAT.
             return await workflow.execute_activity(
                 name, args=args, task_queue=queue, schedule_to_start_timeout=WORKER_GONE,
-                start_to_close_timeout=timedelta(minutes=minutes), heartbeat_timeout=heartbeat,
+                start_to_close_timeout=timedelta(minutes=minutes), heartbeat_timeout=HEARTBEAT,
                 retry_policy=retry, result_type=kind,
                 # A cancelled step is waited for: its process has stopped before the clean-up.
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -98,8 +98,7 @@ class RepoWorkflow:
 
         try:
             workspace = await step("prepare", job, kind=Workspace, retry=_PREPARE, minutes=15)
-            result = await step("run", job, workspace, kind=RunResult, retry=_RUN, minutes=120,
-                                heartbeat=HEARTBEAT)  # fmt: skip
+            result = await step("run", job, workspace, kind=RunResult, retry=_RUN, minutes=120)
             row = replace(row, status=result.ended, reason=result.reason, cost_usd=result.cost_usd,
                           seconds=result.seconds, proofs=result.proofs, attempts=result.attempt,
                           worker=queue)  # fmt: skip
