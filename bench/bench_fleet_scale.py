@@ -1,10 +1,11 @@
 """Benchmark: how a fleet scales, with a stand-in for `wizard run` at the activity's edge.
 
 Run: .venv/bin/python bench/bench_fleet_scale.py [--sizes 100,1000] [--workers 1,2]
-                                                 [--parallel 8] [--json FILE]
+                                                 [--parallel 8] [--apart] [--json FILE]
      .venv/bin/python bench/bench_fleet_scale.py --chaos 1000 [--workers 2] [--seed 1]
 
-Each fleet runs on the embedded Temporal server (started before the clock) with the fleet's
+Each fleet runs on the embedded Temporal server (or, with `--apart`, a development server
+started apart on a port, as a team would run one; either started before the clock) with the fleet's
 real workflows and activities (claim, clone, run, clean up); only `wizard run` is the test
 suite's stand-in (`tests/fleet/fake_wizard.py`: it writes a succeeded outcome at once), so
 what is measured is the fleet itself. Every repository is a clone of one local repository.
@@ -41,6 +42,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from temporalio.client import Client
 
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import Burndown, FleetSpec, Repo
@@ -60,6 +63,7 @@ from wizard.fleet.server import (
     ensure_server,
     running_server,
     stop_server,
+    temporal_binary,
 )
 from wizard.fleet.service import serve, start_fleet
 
@@ -93,8 +97,40 @@ async def _generations(client: Any, workflow_id: str) -> list[int]:
     ], reverse=True)  # fmt: skip
 
 
-async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel: int,
-                 source: Path) -> dict[str, Any]:  # fmt: skip
+async def _client(target: str) -> Any:
+    """A client of the bench's server: the embedded one whose folder `target` is, or the one
+    started apart listening at `target` (HOST:PORT)."""
+    if not target.startswith("/"):
+        return await Client.connect(target)
+    server = running_server(Path(target))
+    assert server is not None, "no embedded server"
+    return await connect_embedded(server, "default")
+
+
+def _apart(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A development server started apart (as a team would run one, on its own port and
+    state file), and its address once it answers."""
+    with socket.socket() as one, socket.socket() as two:
+        one.bind(("127.0.0.1", 0))
+        two.bind(("127.0.0.1", 0))
+        port, ui = one.getsockname()[1], two.getsockname()[1]
+    process = subprocess.Popen(
+        [str(temporal_binary()), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+         "--port", str(port), "--ui-port", str(ui), "--log-level", "error",
+         "--db-filename", str(folder / "apart.db")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return process, f"127.0.0.1:{port}"
+        assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.1)
+
+
+async def _fleet(server_pid: int, target: str, folder: Path, size: int, workers: int,
+                 parallel: int, source: Path) -> dict[str, Any]:  # fmt: skip
     script = folder / f"script-{size}-{workers}.json"
     log = folder / f"log-{size}-{workers}.jsonl"
     ids = [f"r{i}" for i in range(size)]
@@ -103,11 +139,11 @@ async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel
     spec = FleetSpec(fleet_id=f"scale-{uuid.uuid4().hex[:8]}", program="revenue-analytics",
                      repos=tuple(Repo(repo, str(source)) for repo in ids),
                      max_parallel=workers * parallel)  # fmt: skip
-    client = await connect_embedded(server, "default")
+    client = await _client(target)
     # This process is the first worker; each other one is a process of its own, as `wizard
     # fleet worker` is (Temporal's SDK takes one worker per task queue in a process).
     others = [subprocess.Popen([sys.executable, __file__, "--serve", str(folder / f"w-{size}-{n}"),
-                                str(parallel), str(folder / "temporal")])
+                                str(parallel), target])
               for n in range(1, workers)]  # fmt: skip
     steps = Steps(folder / f"w-{size}-0", parallel, (sys.executable, str(FAKE)))
     processes = [psutil.Process(), *(psutil.Process(other.pid) for other in others)]
@@ -117,7 +153,7 @@ async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel
         while not done.done():
             rss = sum(_rss(process) for process in processes)
             peaks["workers_mb"] = max(peaks["workers_mb"], rss / 2**20)
-            peaks["server_mb"] = max(peaks["server_mb"], _tree_rss(server.pid) / 2**20)
+            peaks["server_mb"] = max(peaks["server_mb"], _tree_rss(server_pid) / 2**20)
             await asyncio.sleep(0.5)
 
     started = time.monotonic()
@@ -140,6 +176,7 @@ async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel
                    for repo in ids[:: max(1, size // 20)]]  # fmt: skip
     return {
         "repositories": size, "workers": workers, "parallel_per_worker": parallel,
+        "server": "embedded" if target.startswith("/") else "apart",
         "wall_seconds": round(wall, 1), "starts_per_second": round(size / wall, 2),
         "fleet_history_events": (generations := await _generations(client, spec.fleet_id))[0],
         "fleet_generations": len(generations),
@@ -148,19 +185,29 @@ async def _fleet(server: Server, folder: Path, size: int, workers: int, parallel
     }  # fmt: skip
 
 
-async def _main(sizes: list[int], workers: list[int], parallel: int) -> list[dict[str, Any]]:
+async def _main(sizes: list[int], workers: list[int], parallel: int, apart: bool
+                ) -> list[dict[str, Any]]:  # fmt: skip
     folder = Path(tempfile.mkdtemp(prefix="wizard-fleet-scale-", dir="/var/tmp"))
-    server = await asyncio.to_thread(ensure_server, folder / "temporal")
+    if apart:
+        process, target = _apart(folder)
+        pid = process.pid
+    else:
+        pid = (await asyncio.to_thread(ensure_server, folder / "temporal")).pid
+        target = str(folder / "temporal")
     source = _source(folder)
     results = []
     try:
         for size in sizes:
             for count in workers:
-                row = await _fleet(server, folder, size, count, parallel, source)
+                row = await _fleet(pid, target, folder, size, count, parallel, source)
                 print(json.dumps(row), flush=True)
                 results.append(row)
     finally:
-        stop_server(folder / "temporal")
+        if apart:
+            process.terminate()
+            process.wait(timeout=30)
+        else:
+            stop_server(folder / "temporal")
     return results
 
 
@@ -312,19 +359,17 @@ def _tree_rss(pid: int) -> int:
         return 0
 
 
-async def _serve(root: Path, parallel: int, server_folder: Path) -> None:
+async def _serve(root: Path, parallel: int, target: str) -> None:
     """Another worker of the bench's fleets, until it is stopped."""
-    server = running_server(server_folder)
-    assert server is not None, "no embedded server"
-    client = await connect_embedded(server, "default")
+    client = await _client(target)
     await serve(client, Steps(root, parallel, (sys.executable, str(FAKE))),
                 asyncio.get_running_loop().create_future())  # fmt: skip
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--serve"]:
-        root, parallel, server_folder = sys.argv[2:5]
-        asyncio.run(_serve(Path(root), int(parallel), Path(server_folder)))
+        root, parallel, target = sys.argv[2:5]
+        asyncio.run(_serve(Path(root), int(parallel), target))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000")
@@ -334,13 +379,16 @@ def main() -> None:
     parser.add_argument("--chaos", type=int, help="one fleet of this many repositories, "
                         "with workers and the server killed at random")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--apart", action="store_true",
+                        help="a development server started apart, on a port, not the "
+                        "embedded one")  # fmt: skip
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     workers = [int(count) for count in args.workers.split(",")]
     if args.chaos is not None:
         results = [asyncio.run(_chaos_main(args.chaos, workers[0], args.parallel, args.seed))]
     else:
-        results = asyncio.run(_main(sizes, workers, args.parallel))
+        results = asyncio.run(_main(sizes, workers, args.parallel, args.apart))
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 

@@ -16,6 +16,7 @@ import ctypes
 import os
 import signal
 import sys
+from collections.abc import Sequence
 
 import psutil
 
@@ -94,8 +95,30 @@ def stop_descendants() -> list[int]:
     return stopped
 
 
+# Run in a child by a Python of its own, with no site and no environment (`with_parent_death`):
+# the parent-death signal set, the parent checked to be the one that started it (not one that
+# died first), then the command, which keeps the signal across exec.
+_DIE_WITH_PARENT = (
+    "import ctypes,os,signal,sys;ctypes.CDLL(None).prctl(1,signal.SIGTERM);"
+    "os.getppid()==int(sys.argv[1]) or os._exit(143);os.execvp(sys.argv[2],sys.argv[2:])"
+)
+
+
+def with_parent_death(command: Sequence[str]) -> list[str]:
+    """`command`, so started that it gets SIGTERM when this process dies (Linux's parent-death
+    signal; elsewhere it is `command` as it is). The signal is set by a small Python (about
+    15 ms) that then execs the command, never by Python code between fork and exec in this
+    process (`preexec_fn`, `die_with_parent`): in a process with threads, such as a fleet
+    worker (Temporal's, and its steps'), that can deadlock the child before its exec, and
+    the parent with it, which waits for the exec to succeed."""
+    if sys.platform != "linux":
+        return list(command)
+    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
+
+
 def die_with_parent() -> None:
     """In a child, before it runs its program: SIGTERM when its parent dies (Linux's
-    parent-death signal; elsewhere nothing)."""
+    parent-death signal; elsewhere nothing). Only where no other thread runs: as a
+    `preexec_fn` it runs between fork and exec (`with_parent_death` otherwise)."""
     if sys.platform == "linux":
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from wizard.config import number_setting
 from wizard.fleet import forges, gitwork, seal
 from wizard.fleet.model import Published, RepoJob, RunResult, Workspace
-from wizard.processes import die_with_parent
+from wizard.processes import with_parent_death
 from wizard.programs import get_program
 from wizard.walk import remove_tree
 
@@ -305,19 +305,14 @@ async def _run_wizard(command: list[str], env: dict[str, str], cwd: Path) -> tup
     """Run `command` to its end, heartbeating; on cancellation (or this worker's death) it
     gets SIGTERM and its own clean teardown. Its exit code and the tail of its errors."""
     process = await asyncio.create_subprocess_exec(
-        *command, env=env, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent,
+        *with_parent_death(command), env=env, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
     )  # fmt: skip
     assert process.stderr is not None
     errors = asyncio.ensure_future(process.stderr.read())
     try:
-        while True:
-            try:
-                code = await asyncio.wait_for(asyncio.shield(process.wait()), HEARTBEAT_SECONDS)
-                break
-            except TimeoutError:
-                activity.heartbeat()
+        code = await _beating(process.wait())
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGTERM)
