@@ -156,9 +156,12 @@ def outside_temp() -> Iterator[Path]:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _git(*args: str, cwd: Path, home: Path) -> None:
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+def user_git(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """git in `project` as the user runs it next: their home, no system config, their name."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u", "GIT_COMMITTER_NAME": "u",
+           "GIT_COMMITTER_EMAIL": "u@u"}  # fmt: skip
+    return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True)
 
 
 @pytest.fixture
@@ -174,9 +177,12 @@ def outside_world(outside_temp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     w.canaries["ci-header"] = header = f"CANARY-header-{secrets.token_hex(6)}"
     w.canaries["ci-url"] = token = f"CANARY-url-{secrets.token_hex(6)}"
     extraheader = f"AUTHORIZATION: basic {header}"
-    _git("config", "http.https://github.com/.extraheader", extraheader, cwd=w.project, home=w.home)
+    planted = user_git(w.project, w.home, "config", "http.https://github.com/.extraheader",
+                       extraheader)  # fmt: skip
+    assert planted.returncode == 0, planted.stderr
     url = f"https://x-access-token:{token}@github.com/o/r.git"
-    _git("remote", "add", "origin", url, cwd=w.project, home=w.home)
+    planted = user_git(w.project, w.home, "remote", "add", "origin", url)
+    assert planted.returncode == 0, planted.stderr
     monkeypatch.setenv("WIZARD_GATEWAY_KEY", w.canaries["gateway-key"])
     monkeypatch.setenv("HOME", str(w.home))
     yield w

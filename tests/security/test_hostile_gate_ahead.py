@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.scenarios.conftest import gateway_process
-from tests.security.conftest import World, aborted_run
+from tests.security.conftest import World, aborted_run, user_git
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply, said
 from wizard.tools.shell import PLACEHOLDERS
@@ -38,13 +38,6 @@ open("report.txt", "w").write("\\n".join(out))
 """
 
 
-def _git(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u", "GIT_COMMITTER_NAME": "u",
-           "GIT_COMMITTER_EMAIL": "u@u"}  # fmt: skip
-    return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True)
-
-
 def test_file_tools_aimed_at_the_next_sandbox_s_placeholders_write_nothing(
     engine: str, tmp_path: Path, outside_world: World, gateway_process: Any
 ) -> None:
@@ -52,7 +45,7 @@ def test_file_tools_aimed_at_the_next_sandbox_s_placeholders_write_nothing(
     project = w.project
     marker = w.outside / "ran"
     (project / "package.json").write_text(json.dumps({"name": "app", "scripts": {"test": "true"}}))
-    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    status_before = user_git(project, w.home, "status", "--porcelain").stdout
     absent = [name for name in PLACEHOLDERS if not os.path.lexists(project / name)]
     tool = "{}" if engine == "pi" else "mcp__wizard__{}"
     bash, write = tool.format("bash"), tool.format("write")
@@ -91,9 +84,9 @@ def test_file_tools_aimed_at_the_next_sandbox_s_placeholders_write_nothing(
                    for name in (".githooks", ".envrc", ".gitconfig", ".vscode"))  # fmt: skip
     undo = run_wizard("undo", run_id, "--project", str(project), env=env)
     assert undo.returncode == 0, undo.stdout + undo.stderr
-    assert _git(project, w.home, "status", "--porcelain").stdout == status_before
-    _git(project, w.home, "add", "package.json")
-    commit = _git(project, w.home, "commit", "-q", "-m", "app")
+    assert user_git(project, w.home, "status", "--porcelain").stdout == status_before
+    user_git(project, w.home, "add", "package.json")
+    commit = user_git(project, w.home, "commit", "-q", "-m", "app")
     assert commit.returncode == 0, commit.stderr
     if shutil.which("npm"):
         test = subprocess.run(["npm", "test"], cwd=project, capture_output=True, text=True,

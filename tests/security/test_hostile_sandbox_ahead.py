@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.scenarios.conftest import gateway_process
-from tests.security.conftest import World, aborted_run
+from tests.security.conftest import World, aborted_run, user_git
 from wizard.testing.cli import run_wizard
 from wizard.testing.script import call, reply, said
 from wizard.tools.shell import PLACEHOLDERS
@@ -63,13 +63,6 @@ open("seen-2.txt", "w").write("\\n".join(out))
 """
 
 
-def _git(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u", "GIT_COMMITTER_NAME": "u",
-           "GIT_COMMITTER_EMAIL": "u@u"}  # fmt: skip
-    return subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, text=True)
-
-
 def _left_nothing_and_undone(
     tmp_path: Path, w: World, out: Path, env: dict[str, str], status_before: str
 ) -> None:
@@ -79,14 +72,14 @@ def _left_nothing_and_undone(
     run_id = json.loads(out.read_text())["run_id"]
     undo = run_wizard("undo", run_id, "--project", str(w.project), env=env)
     assert undo.returncode == 0, undo.stdout + undo.stderr
-    assert _git(w.project, w.home, "status", "--porcelain").stdout == status_before
+    assert user_git(w.project, w.home, "status", "--porcelain").stdout == status_before
 
 
 def _commit_and_test_run_nothing_planted(w: World, marker: Path) -> None:
     """The user's `git commit` and `npm test` afterwards succeed, and run nothing the agent
     planted (which would make `marker`)."""
-    _git(w.project, w.home, "add", "app.py", "package.json")
-    commit = _git(w.project, w.home, "commit", "-q", "-m", "app")
+    user_git(w.project, w.home, "add", "app.py", "package.json")
+    commit = user_git(w.project, w.home, "commit", "-q", "-m", "app")
     assert commit.returncode == 0, commit.stderr
     if shutil.which("npm"):
         test = subprocess.run(["npm", "test"], cwd=w.project, capture_output=True, text=True,
@@ -103,7 +96,7 @@ def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
     marker = w.outside / "ran"
     (project / "package.json").write_text(json.dumps({"name": "app", "scripts": {"test": "true"}}))
     env_before = (project / ".env").read_text()
-    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    status_before = user_git(project, w.home, "status", "--porcelain").stdout
     tool = "{}" if engine == "pi" else "mcp__wizard__{}"
     bash, write = tool.format("bash"), tool.format("write")
     scripts = {"link.py": LINK, "read.py": READ,
@@ -135,7 +128,7 @@ def test_a_sandbox_made_ahead_hides_what_the_command_before_linked_to(
     assert "notes.txt" in diff.stdout and not any(secret in diff.stdout for secret in secrets)
     undo = run_wizard("undo", run_id, "--project", str(project), env=env)
     assert undo.returncode == 0, undo.stdout + undo.stderr
-    assert _git(project, w.home, "status", "--porcelain").stdout == status_before
+    assert user_git(project, w.home, "status", "--porcelain").stdout == status_before
     assert (project / ".env").read_text() == env_before
     _commit_and_test_run_nothing_planted(w, marker)
 
@@ -152,7 +145,7 @@ def test_a_model_that_answers_at_once_throws_every_sandbox_away_while_it_is_made
     left; the user's undo takes it all back."""
     w = outside_world
     project = w.project
-    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    status_before = user_git(project, w.home, "status", "--porcelain").stdout
     absent = [name for name in PLACEHOLDERS if not os.path.lexists(project / name)]
     tool = "{}" if engine == "pi" else "mcp__wizard__{}"
     steps = []
@@ -225,7 +218,7 @@ def test_a_command_in_the_kept_sandbox_cannot_reach_the_next(
     same launcher) with nothing planted."""
     w = outside_world
     project = w.project
-    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    status_before = user_git(project, w.home, "status", "--porcelain").stdout
     tool = "{}" if engine == "pi" else "mcp__wizard__{}"
     bash, write = tool.format("bash"), tool.format("write")
     files = {"attack.py": ATTACK, "check.py": CHECK, "report-1.txt": "", "report-2.txt": ""}
@@ -280,7 +273,7 @@ def test_what_a_command_leaves_in_the_kept_sandbox_s_own_folders_stays_in_it(
     marker = w.outside / "ran"
     (project / "package.json").write_text(json.dumps({"name": "app", "scripts": {"test": "true"}}))
     outside_before = w.state()
-    status_before = _git(project, w.home, "status", "--porcelain").stdout
+    status_before = user_git(project, w.home, "status", "--porcelain").stdout
     tool = "{}" if engine == "pi" else "mcp__wizard__{}"
     bash, write = tool.format("bash"), tool.format("write")
     files = {"plant.py": HOME_PLANT, "evil.sh": f"#!/bin/sh\ntouch {marker}\n", "report-1.txt": ""}
