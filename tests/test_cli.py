@@ -553,6 +553,82 @@ def test_ctrl_c_before_a_run_begins_is_the_cancelled_screen_never_a_traceback(
     assert "Traceback" not in capsys.readouterr().err
 
 
+def _model_built_as_ctrl_c_lands() -> None:
+    """Build a pydantic model while a Ctrl-C lands: pydantic_core calls back into Python to
+    build a literal's validator (the literal's repr here), and a KeyboardInterrupt raised
+    there comes out as pydantic_core's own SchemaError, as a real one did at import."""
+    from typing import Literal
+
+    import pydantic
+
+    class Pressed:
+        landed = False
+
+        def __repr__(self) -> str:  # once: a failing test's report shows it
+            if not Pressed.landed:
+                Pressed.landed = True
+                raise KeyboardInterrupt
+            return "Pressed()"
+
+    pressed = Pressed()
+    pydantic.create_model("Fault", fault=(Literal[pressed], pressed))  # type: ignore[valid-type]
+
+
+def test_a_ctrl_c_pydantic_turned_into_its_own_error_is_the_cancelled_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C while `wizard demo` imported the scripted gateway's models ended in a
+    SchemaError traceback and exit 1, not the cancelled screen and 130."""
+    import pydantic_core
+    import typer
+
+    from wizard.cli_refusals import cancellable
+    from wizard.interrupts import is_ctrl_c
+
+    with pytest.raises(pydantic_core.SchemaError) as disguised:
+        _model_built_as_ctrl_c_lands()
+    assert is_ctrl_c(disguised.value)
+    with pytest.raises(pydantic_core.SchemaError) as other:  # another cause: no Ctrl-C
+        pydantic_core.SchemaValidator({"type": "no-such-type"})  # type: ignore[misc,arg-type]
+    assert not is_ctrl_c(other.value)
+    assert not is_ctrl_c(ValueError("KeyboardInterrupt here")) and not is_ctrl_c(typer.Exit(1))
+
+    demo = typer.Typer()
+    demo.command()(_model_built_as_ctrl_c_lands)
+    reports: list[list[str]] = []
+    cancellable(demo, report=lambda argv: reports.append(argv) or 130)
+    monkeypatch.setattr("sys.argv", ["wizard", "demo"])
+    with pytest.raises(SystemExit) as ended:
+        demo(standalone_mode=True, args=[])
+    assert ended.value.code == 130 and reports == [["demo"]]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_ctrl_c_while_wizard_loads_is_the_cancelled_screen_in_any_disguise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`__main__` ends a Ctrl-C during wizard's own imports as cancelled, in either form."""
+    import wizard.__main__ as entry
+
+    monkeypatch.setattr(entry, "_cancelled_while_loading", lambda: 130)
+    for loading in (_model_built_as_ctrl_c_lands, _raise_keyboard_interrupt):
+        monkeypatch.setattr(entry, "_start_early", loading)
+        with pytest.raises(SystemExit) as ended:
+            entry.run()
+        assert ended.value.code == 130
+    monkeypatch.setattr(entry, "_start_early", _raise_value_error)
+    with pytest.raises(ValueError):  # anything else is no Ctrl-C: it is not hidden
+        entry.run()
+
+
+def _raise_keyboard_interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+def _raise_value_error() -> None:
+    raise ValueError("a real bug")
+
+
 def test_shell_completion_is_printed(tmp_path: Path) -> None:
     """`wizard --show-completion` used to end in a second traceback (Typer's vendored Click
     has no `click.Abort` for wizard's own handler to name)."""

@@ -17,7 +17,7 @@ from wizard.runner.harness.registry import HARNESSES
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 LEAVES = ("wizard.signals", "wizard.outcome", "wizard.events", "wizard.errors", "wizard.layout",
           "wizard.walk", "wizard.argv", "wizard.listings", "wizard.logs",
-          "wizard.pinned", "wizard.own_git", "wizard.ahead")  # fmt: skip
+          "wizard.pinned", "wizard.own_git", "wizard.ahead", "wizard.interrupts")  # fmt: skip
 # Every registered harness's adapter package: each is kept apart from the others and from
 # the driver, whatever engines the registry holds.
 ADAPTERS = tuple(entry.adapter for entry in HARNESSES.values())

@@ -3,13 +3,16 @@
 Ctrl-C can come while wizard is still loading its own modules, before `wizard.cli.main` can
 catch anything: that ends like any other early Ctrl-C, with the cancelled screen (and the
 outcome for machines) and exit 130, never a traceback; if an interrupted import leaves that
-screen's own modules broken, a plain line says so instead.
+screen's own modules broken, a plain line says so instead. A Ctrl-C that an extension
+turned into its own error (`wizard.interrupts`) is a Ctrl-C all the same.
 """
 
 from __future__ import annotations
 
 import sys
 from typing import TYPE_CHECKING
+
+from wizard.interrupts import is_ctrl_c
 
 if TYPE_CHECKING:
     from wizard.ahead import Timeline
@@ -23,7 +26,9 @@ def run() -> None:
     try:
         ahead = _start_early()
         from wizard.cli import main
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not is_ctrl_c(exc):
+            raise
         raise SystemExit(_cancelled_while_loading()) from None
     try:
         main(ahead)

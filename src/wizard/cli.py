@@ -379,6 +379,7 @@ def main(ahead: Timeline | None = None) -> None:
         refused,
     )
     from wizard.errors import WizardError
+    from wizard.interrupts import is_ctrl_c
 
     click = click_exceptions()
     try:
@@ -391,7 +392,7 @@ def main(ahead: Timeline | None = None) -> None:
     except WizardError as exc:  # one a command did not report itself: in wizard's words
         raise SystemExit(refused(exc, sys.argv[1:])) from None
     except (typer.Abort, KeyboardInterrupt) as exc:  # Typer's own: newer ones vendor Click
-        if isinstance(exc, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
+        if is_ctrl_c(exc):
             raise SystemExit(cancelled_early(sys.argv[1:])) from None
         typer.echo("Aborted.", err=True)
         raise SystemExit(1) from None

@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from wizard.errors import WizardError
+from wizard.interrupts import is_ctrl_c
 from wizard.outcome import EXIT_CANCELLED, EXIT_USAGE, exit_code
 
 
@@ -69,7 +70,8 @@ def interrupted_before_a_command(code: object) -> bool:
 def cancellable(*apps: typer.Typer, report: Callable[[list[str]], int] = cancelled_early) -> None:
     """Make Ctrl-C inside any command of `apps` its `report` (by default the cancelled
     screen; exit 130). A newer Typer turns a KeyboardInterrupt in a command into a bare exit
-    130 of its own: no screen, no outcome. A command whose run began has its own handling,
+    130 of its own: no screen, no outcome. A Ctrl-C an extension turned into its own error
+    (`wizard.interrupts`) counts as one. A command whose run began has its own handling,
     and returns its own ending, which is then the only one shown."""
     for app in apps:
         for info in app.registered_commands:
@@ -85,7 +87,9 @@ def _cancelled_on_interrupt(
         _began.append(True)
         try:
             return command(*args, **kwargs)
-        except KeyboardInterrupt:
+        except BaseException as exc:
+            if not is_ctrl_c(exc):
+                raise
             raise typer.Exit(report(sys.argv[1:])) from None
 
     return run
