@@ -216,17 +216,17 @@ def run(
     target = _target("run", temporal, namespace, tls)
 
     async def work(client: Client) -> Burndown:
-        from wizard.fleet.service import follow, serve, start_fleet, worker_steps
+        from wizard.fleet.service import follow, serve, start_fleet, whole, worker_steps
 
         handle, started = await start_fleet(client, spec)
         if not started and (await handle.describe()).close_time is not None:
             typer.echo(f"Fleet {spec.fleet_id} has finished; its burndown follows. To run "
                        f"{program} on these repositories again, give the new fleet an id of "
                        "its own: --fleet ID.", err=True)  # fmt: skip
-            return await handle.result()
+            return await whole(client, await handle.result())
         typer.echo(f"{'Started' if started else 'Joined'} fleet {spec.fleet_id}: {program} on "
                    f"{len(spec.repos)} repositories.", err=True)  # fmt: skip
-        watched = asyncio.ensure_future(follow(handle, _progress()))
+        watched = asyncio.ensure_future(follow(client, handle, _progress()))
         if not no_worker:
             await serve(client, worker_steps(max_parallel), watched)
         return await watched

@@ -1,7 +1,8 @@
 """Fleets started by an earlier release finish on this one: the histories of real fleets
 (`histories/`: success, retried failures, a rate limit's slow-down, a spent budget, a
 cancellation, a refused job, a published fleet of real runs, a fleet whose worker and
-server were killed and joined again, and the last generation of one that continued as new)
+server were killed and joined again, the last generation of one that continued as new
+carrying its rows, and of one that carried them by id but for a row it wrote itself)
 replay on today's workflow code with temporalio's `Replayer`, as a worker replays them after
 a crash or an upgrade. A change to the workflows
 that would not (a step added, moved or renamed) fails here, in every CI run."""
@@ -24,7 +25,7 @@ from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
 RECORDED = sorted(HISTORIES.rglob("*.json"))
 SCENARIOS = {"retries", "parallel", "rate-limited", "budget", "cancelled", "refused",
-             "published", "worker-killed", "continued"}  # fmt: skip
+             "published", "worker-killed", "continued", "row-carried"}  # fmt: skip
 
 
 def _history(path: Path) -> WorkflowHistory:

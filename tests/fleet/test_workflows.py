@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from wizard.fleet.activities import Steps
 from wizard.fleet.model import (
     TASK_QUEUE,
     Burndown,
+    Carried,
     FleetSpec,
     Published,
     Repo,
@@ -32,7 +34,7 @@ from wizard.fleet.model import (
 )
 from wizard.fleet.server import Server, connect_embedded, ensure_server, stop_server
 from wizard.fleet.service import burndown as fleet_status
-from wizard.fleet.service import cancel, serve, start_fleet
+from wizard.fleet.service import cancel, serve, start_fleet, whole
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
 FAKE = Path(__file__).with_name("fake_wizard.py")
@@ -74,8 +76,8 @@ class World:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
     async def fleet(self, server: Server, spec: FleetSpec, worker_parallel: int = 4,
-                    during: Any = None, scenario: str = "",
-                    steps_type: type[Steps] = Steps) -> Burndown:  # fmt: skip
+                    during: Any = None, scenario: str = "", steps_type: type[Steps] = Steps,
+                    cleaned: bool = True) -> Burndown:  # fmt: skip
         client = await connect_embedded(server, "default")
         steps = steps_type(self.root / "workspaces", worker_parallel, (sys.executable, str(FAKE)))
         handle, started = await start_fleet(client, spec)
@@ -85,10 +87,11 @@ class World:
         await serve(client, steps, result)
         if side is not None:
             await side
-        assert not any((self.root / "workspaces").rglob("*"))  # every workspace cleaned up
+        if cleaned:
+            assert not any((self.root / "workspaces").rglob("*"))  # every workspace cleaned up
         if scenario:  # kept for the replay test (`histories.py`)
             await record(client, spec.fleet_id, [repo.id for repo in spec.repos], scenario)
-        return result.result()
+        return await whole(client, result.result())
 
 
 def _spec(repos: tuple[Repo, ...], **bounds: Any) -> FleetSpec:
@@ -221,10 +224,52 @@ async def test_a_fleet_past_its_history_limit_continues_as_new_and_keeps_every_r
     assert await fleet_status(client, spec.fleet_id) == burndown
     runs = [run async for run in client.list_workflows(f'WorkflowId = "{spec.fleet_id}"')]
     assert len(runs) == burndown.generation
+    carried_earlier = []
     for run in runs:
         history = await client.get_workflow_handle(run.id, run_id=run.run_id).fetch_history()
         # the limit, then what the running repositories' ends add (2 at once, ~8 events each)
         assert len(history.events) < 30 + 2 * 8 + 4, run.run_id
+        carried = (await _input(client, history)).carried
+        if carried is not None:  # rows travel as their repositories' ids, never whole
+            assert carried.rows == () and carried.earlier, carried
+            carried_earlier.append(carried.earlier)
+    assert max(carried_earlier, key=len) == tuple(f"r{n}" for n in range(len(max(
+        carried_earlier, key=len))))  # fmt: skip
+    # The workflow's own answer names its earlier repositories; `whole` reads their rows.
+    raw = await client.get_workflow_handle_for(FleetWorkflow.run, spec.fleet_id).result()
+    assert raw.earlier and len(raw.rows) < 12 and raw.to_dict().keys() == burndown.to_dict().keys()
+
+
+async def _input(client: Client, history: Any) -> FleetSpec:
+    """The spec a run of the fleet's workflow was started with, as its history records it."""
+    start = history.events[0].workflow_execution_started_event_attributes
+    (spec,) = await client.data_converter.decode(start.input.payloads, [FleetSpec])
+    return spec
+
+
+async def test_a_row_the_fleet_wrote_itself_is_carried_whole_across_generations(
+    temporal: Server, world: World
+) -> None:
+    """A repository workflow ended by someone else (terminated) has no result to read back:
+    the fleet writes its row itself and carries that row whole through a continue-as-new,
+    so the burndown still says what happened to it, in its place."""
+    repos = world.repos({"r0": [{"sleep": 30}], **{f"r{n}": [{}] for n in range(1, 8)}})
+    spec = _spec(repos, max_parallel=2, history_limit=30)
+
+    async def terminate_the_first(client: Client) -> None:
+        while not (world.log.exists() and any(e["repo"] == "r0" for e in world.events())):
+            await asyncio.sleep(0.05)
+        await client.get_workflow_handle(f"{spec.fleet_id}/r0").terminate("by its owner")
+
+    # Terminated, its workflow takes no more steps: its workspace stays (no clean-up step).
+    burndown = await world.fleet(temporal, spec, during=terminate_the_first, cleaned=False,
+                                 scenario="row-carried")  # fmt: skip
+    assert burndown.generation >= 2 and [row.repo for row in burndown.rows] == [
+        f"r{n}" for n in range(8)]  # fmt: skip
+    assert burndown.rows[0].status == "failed" and "terminated" in burndown.rows[0].reason.lower()
+    assert {row.status for row in burndown.rows[1:]} == {"set up"}
+    client = await connect_embedded(temporal, "default")
+    assert await fleet_status(client, spec.fleet_id) == burndown
 
 
 @workflow.defn(name="FleetWorkflow")
@@ -270,6 +315,55 @@ async def test_a_fleet_the_release_before_started_is_finished_by_this_one(
     assert set(starts) == {f"r{n}" for n in range(8)}
     assert len(starts) <= 9  # the one running as the old worker stopped may start again
     assert len((await handle.fetch_history()).events) > 20  # past today's limit, one run
+
+
+@workflow.defn(name="FleetWorkflow")
+class _CarryingEveryRow(FleetWorkflow):
+    """The fleet workflow as the release before rows travelled by id ran it (dd81b95): at a
+    continue-as-new it carried every row whole."""
+
+    @workflow.run
+    async def run(self, spec: FleetSpec) -> Burndown:
+        return await super().run(spec)
+
+    def _continue(self, spec: FleetSpec, admitted: int) -> None:
+        last = self.last_start.isoformat() if self.last_start is not None else None
+        rest = spec.repos[admitted:]
+        waiting = {repo.id for repo in rest}
+        done = tuple(row for row in self.rows.values() if row.repo not in waiting)
+        carried = Carried(done, self.cost, self.gap, last, self.generation + 1)
+        workflow.continue_as_new(replace(spec, repos=rest, carried=carried))
+
+
+async def test_a_fleet_that_carried_every_row_is_finished_by_this_release(
+    temporal: Server, world: World
+) -> None:
+    """A fleet that continued as new under the release before, with its rows carried whole,
+    is joined by this release's worker: it goes on from those rows (they stay rows: they
+    are in no repository workflow's place to be read back), continues as new again with the
+    rest by id, and the burndown and `fleet status` are whole, each repository run once."""
+    repos = world.repos({f"r{n}": [{"sleep": 0.1, "cost": 0.01}] for n in range(14)})
+    spec = _spec(repos, max_parallel=2, history_limit=30)
+    client = await connect_embedded(temporal, "default")
+    steps = Steps(world.root / "workspaces", 2, (sys.executable, str(FAKE)))
+    handle, _ = await start_fleet(client, spec)
+    before = Worker(client, task_queue=TASK_QUEUE, activities=[steps.claim],
+                    workflows=[_CarryingEveryRow, RepoWorkflow],
+                    workflow_runner=UnsandboxedWorkflowRunner())  # fmt: skip
+    own = Worker(client, task_queue=steps.queue, activities=steps.all())
+    async with before, own:
+        while (await handle.query(FleetWorkflow.burndown)).generation < 2:
+            await asyncio.sleep(0.05)
+    carried = (await _input(client, await handle.fetch_history())).carried
+    assert carried is not None and carried.rows and not carried.earlier  # the old way
+    await serve(client, steps, handle.result())  # this release's worker
+    burndown = await whole(client, await handle.result())
+    assert _rows(burndown) == {f"r{n}": ("set up", 1) for n in range(14)}
+    assert burndown.generation >= 3 and burndown.cost_usd == pytest.approx(0.14)
+    assert [row.repo for row in burndown.rows] == [f"r{n}" for n in range(14)]
+    starts = sorted(e["repo"] for e in world.events() if e["event"] == "start")
+    assert starts == sorted(f"r{n}" for n in range(14))
+    assert await fleet_status(client, spec.fleet_id) == burndown
 
 
 async def test_a_worker_that_evicts_a_fleet_replays_it_and_finishes_it(
@@ -351,3 +445,29 @@ async def test_a_finished_fleets_id_is_joined_never_run_again(
     assert not started
     assert await handle.result() == first
     assert [e["event"] for e in world.events()] == ["start", "end"]
+
+
+async def test_the_embedded_server_keeps_a_fleets_rows_for_a_month(temporal: Server) -> None:
+    """Earlier generations' rows are their repository workflows' results: the development
+    server would drop them a day after each ends, before a long fleet does. A namespace
+    that keeps them longer already is left as it is."""
+    from google.protobuf.duration_pb2 import Duration
+    from temporalio.api.namespace.v1 import NamespaceConfig
+    from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNamespaceRequest
+
+    from wizard.fleet.server import RETENTION_DAYS, keep_records
+
+    client = await connect_embedded(temporal, "default")
+
+    async def days() -> float:
+        request = DescribeNamespaceRequest(namespace="default")
+        ttl = (await client.workflow_service.describe_namespace(request)).config
+        return ttl.workflow_execution_retention_ttl.seconds / 86400
+
+    await keep_records(client)
+    assert await days() == RETENTION_DAYS
+    longer = NamespaceConfig(workflow_execution_retention_ttl=Duration(seconds=90 * 86400))
+    await client.workflow_service.update_namespace(
+        UpdateNamespaceRequest(namespace="default", config=longer))  # fmt: skip
+    await keep_records(client)
+    assert await days() == 90

@@ -67,15 +67,18 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Carried:
-    """What a fleet's next generation (after a continue-as-new) starts from: the rows of the
-    repositories admitted so far (the spec keeps only those still to admit), what was spent,
-    the pace."""
+    """What a fleet's next generation (after a continue-as-new) starts from: which
+    repositories were admitted so far (the spec keeps only those still to admit), what was
+    spent, the pace. A repository's row is its own workflow's result, so it is not carried
+    (`earlier` names it), except where the fleet wrote the row itself (`rows`): a fleet's
+    payload stays small however many repositories it has run."""
 
     rows: tuple[Row, ...]
     cost: float = 0.0
     gap: float = 0.0
     last_start: str | None = None  # ISO 8601, the workflow clock's
     generation: int = 1
+    earlier: tuple[str, ...] = ()  # the repositories admitted before, in order
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,11 @@ class FleetSpec:
         """What `repo`'s child workflow is given."""
         return RepoJob(self.fleet_id, self.program, repo, self.run, self.publish != "none",
                        self.branch, self.publish == "pull-request")  # fmt: skip
+
+
+def repo_workflow_id(fleet_id: str, repo_id: str) -> str:
+    """The id of repository `repo_id`'s workflow in fleet `fleet_id`."""
+    return f"{fleet_id}/{repo_id}"
 
 
 @dataclass(frozen=True)
@@ -191,6 +199,9 @@ class Burndown:
     finished: bool = False
     pace_seconds: float = 0.0  # between two starts: the --rate, slowed by rate limits
     generation: int = 1  # which run of the fleet's workflow: one more at each continue-as-new
+    # The repositories earlier runs of the workflow admitted, in order; the rows of those
+    # not in `rows` are their repository workflows' results (`service.whole` reads them).
+    earlier: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """How many rows have each status."""
@@ -207,5 +218,6 @@ class Burndown:
     def to_dict(self) -> dict[str, Any]:
         """The burndown for machines: its rows and totals (`temporal_ui` is always null now:
         the embedded server has no UI, and it stays for the schema's 1.x readers)."""
-        return {**asdict(self), "counts": self.counts(), "succeeded": self.succeeded,
+        whole = {key: value for key, value in asdict(self).items() if key != "earlier"}
+        return {**whole, "counts": self.counts(), "succeeded": self.succeeded,
                 "temporal_ui": None, "schema_version": FLEET_SCHEMA_VERSION}  # fmt: skip

@@ -220,6 +220,27 @@ async def connect_embedded(server: Server, namespace: str) -> Any:
     )  # fmt: skip
 
 
+# How long the embedded server keeps a finished workflow: a fleet's rows are its repository
+# workflows' results (`service.whole`), so they must outlast the longest fleet and then be
+# readable for a while. Temporal's development server keeps them a day.
+RETENTION_DAYS = 30
+
+
+async def keep_records(client: Any) -> None:
+    """Have the embedded server keep finished workflows `RETENTION_DAYS` (never fewer days
+    than it already does)."""
+    from google.protobuf.duration_pb2 import Duration
+    from temporalio.api.namespace.v1 import NamespaceConfig
+    from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNamespaceRequest
+
+    namespace, service, seconds = client.namespace, client.workflow_service, RETENTION_DAYS * 86400
+    now = await service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    if now.config.workflow_execution_retention_ttl.seconds >= seconds:
+        return
+    keep = NamespaceConfig(workflow_execution_retention_ttl=Duration(seconds=seconds))
+    await service.update_namespace(UpdateNamespaceRequest(namespace=namespace, config=keep))
+
+
 @functools.cache
 def _runtime() -> Any:
     """The SDK's core, logging errors only: at its default level it warns, at every

@@ -11,22 +11,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from wizard.errors import ConfigError, UsageError
 from wizard.fleet.activities import Steps
-from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Target
+from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Row, Target, repo_workflow_id
 from wizard.fleet.seal import fleet_key, sealed
-from wizard.fleet.server import connect_embedded, ensure_server, running_server
+from wizard.fleet.server import connect_embedded, ensure_server, keep_records, running_server
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 from wizard.layout import state_root
 
 POLL_SECONDS = 0.5
+# Repository workflows' results read at once, for a burndown's earlier rows (`whole`).
+READS_AT_ONCE = 32
 
 
 async def connect(target: Target, start: bool = True) -> Client:
@@ -38,7 +41,10 @@ async def connect(target: Target, start: bool = True) -> Client:
             if server is None:
                 raise UsageError("The embedded Temporal server is not running, so no fleet "
                                  "is running there.", "Start one: wizard fleet run.")  # fmt: skip
-            return await connect_embedded(server, target.namespace)
+            client = await connect_embedded(server, target.namespace)
+            if start:  # a fleet may be started or served: its rows must outlast it
+                await keep_records(client)
+            return client
         return await Client.connect(target.address, namespace=target.namespace, tls=target.tls)
     except RuntimeError as exc:  # the SDK's core says a connection failed this way
         where = target.address or "the embedded server"
@@ -80,24 +86,59 @@ def worker_steps(max_parallel: int) -> Steps:
 
 
 async def follow(
+    client: Client,
     handle: WorkflowHandle[FleetWorkflow, Burndown],
     seen: Callable[[Burndown], None],
 ) -> Burndown:
-    """Wait for the fleet's end, handing each new burndown to `seen`; the last one."""
+    """Wait for the fleet's end, handing each new burndown (whole) to `seen`; the last one."""
+    known: dict[str, Row] = {}
     result = asyncio.ensure_future(handle.result())
     last: Burndown | None = None
     while not result.done():
         current: Burndown | None = last
         with contextlib.suppress(RPCError):  # not queryable until its first task has run
-            current = await handle.query(FleetWorkflow.burndown)
+            current = await whole(client, await handle.query(FleetWorkflow.burndown), known)
         if current is not None and current != last:
             seen(current)
             last = current
         await asyncio.wait([result], timeout=POLL_SECONDS)
-    final = result.result()
+    final = await whole(client, result.result(), known)
     if final != last:
         seen(final)
     return final
+
+
+async def whole(client: Client, burndown: Burndown, known: dict[str, Row] | None = None
+                ) -> Burndown:  # fmt: skip
+    """`burndown` with every row: a fleet that continued as new names the repositories its
+    earlier runs admitted (`Burndown.earlier`), whose rows are their repository workflows'
+    results, read here (those already read are in `known`, which keeps what is read: a
+    finished row never changes). One whose workflow is gone says so; any other `RPCError`
+    is raised."""
+    if not burndown.earlier:
+        return burndown
+    known = {} if known is None else known
+    held = {row.repo: row for row in burndown.rows}
+    limit = asyncio.Semaphore(READS_AT_ONCE)
+
+    async def read(repo: str) -> None:
+        workflow_id = repo_workflow_id(burndown.fleet_id, repo)
+        async with limit:
+            try:
+                handle = client.get_workflow_handle(workflow_id, result_type=Row)
+                known[repo] = await handle.result()
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                why = f"its record is gone from Temporal: {exc.message}"
+                known[repo] = Row(repo=repo, source="", status="failed", reason=why)
+
+    await asyncio.gather(*(read(repo) for repo in burndown.earlier
+                           if repo not in held and repo not in known))  # fmt: skip
+    earlier = set(burndown.earlier)
+    rows = [held.get(repo) or known[repo] for repo in burndown.earlier]
+    rows += [row for row in burndown.rows if row.repo not in earlier]
+    return replace(burndown, rows=tuple(rows), earlier=())
 
 
 async def burndown(client: Client, fleet_id: str | None) -> Burndown:
@@ -110,10 +151,11 @@ async def burndown(client: Client, fleet_id: str | None) -> Burndown:
         hint = "`wizard fleet status` shows the latest fleet; check --temporal."
         raise UsageError(f"No fleet {fleet_id!r} at this Temporal.", hint) from exc
     if status == WorkflowExecutionStatus.COMPLETED:
-        return await handle.result()
+        return await whole(client, await handle.result())
     # A query needs a worker: this process serves the workflows (never a step) while it asks.
     async with Worker(client, task_queue=TASK_QUEUE, workflows=[FleetWorkflow, RepoWorkflow]):
-        return await handle.query(FleetWorkflow.burndown)
+        current = await handle.query(FleetWorkflow.burndown)
+    return await whole(client, current)
 
 
 async def latest_fleet(client: Client) -> str:

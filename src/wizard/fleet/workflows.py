@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         Row,
         RunResult,
         Workspace,
+        repo_workflow_id,
     )
 
 # The repository's worker must take its next step within this; if it is gone that long, the
@@ -141,6 +142,8 @@ class FleetWorkflow:
         self.gap = 0.0  # seconds between two starts: the pace
         self.last_start: datetime | None = None
         self.generation = 1
+        self.earlier: tuple[str, ...] = ()  # admitted by earlier runs (`Carried.earlier`)
+        self.own: set[str] = set()  # the rows that are their repository workflow's result
 
     @workflow.signal
     def slow_down(self, wait: float) -> None:
@@ -154,12 +157,12 @@ class FleetWorkflow:
         assert self.spec is not None
         return Burndown(self.spec.fleet_id, self.spec.program, tuple(self.rows.values()),
                         round(self.cost, 6), self.budget_spent, self.cancelled, self.finished,
-                        self.gap, self.generation)  # fmt: skip
+                        self.gap, self.generation, self.earlier)  # fmt: skip
 
     @workflow.run
     async def run(self, spec: FleetSpec) -> Burndown:
         """Admit every repository in order; the burndown once all have ended. Past its
-        history's limit it continues as new, carrying the rows (`_continue`)."""
+        history's limit it continues as new (`_continue`)."""
         self.spec = spec
         bounded = self._bounded()
         carried = spec.carried
@@ -168,7 +171,7 @@ class FleetWorkflow:
         self.gap = 60.0 / spec.rate_per_minute if spec.rate_per_minute else 0.0
         if carried is not None:
             self.cost, self.gap = carried.cost, carried.gap
-            self.generation = carried.generation
+            self.generation, self.earlier = carried.generation, carried.earlier
             if carried.last_start is not None:
                 self.last_start = datetime.fromisoformat(carried.last_start)
         children: list[asyncio.Task[None]] = []
@@ -205,13 +208,18 @@ class FleetWorkflow:
 
     def _continue(self, spec: FleetSpec, admitted: int) -> None:
         """Continue as a new run of this fleet (same id: queries, `fleet status` and the
-        result follow it) from its `admitted`-th repository on: the rows of those before it
-        are carried, and the spec keeps only the rest (one payload holds both)."""
+        result follow it) from its `admitted`-th repository on: the spec keeps only the
+        rest, and the repositories before it are carried by id, their rows being their own
+        workflows' results; only a row the fleet wrote itself is carried whole (a fleet
+        that continued under the release before this carried every row: they stay rows)."""
         last = self.last_start.isoformat() if self.last_start is not None else None
         rest = spec.repos[admitted:]
         waiting = {repo.id for repo in rest}
-        done = tuple(row for row in self.rows.values() if row.repo not in waiting)
-        carried = Carried(done, self.cost, self.gap, last, self.generation + 1)
+        done = [row for row in self.rows.values() if row.repo not in waiting]
+        before = set(self.earlier)
+        earlier = (*self.earlier, *(row.repo for row in done if row.repo not in before))
+        kept = tuple(row for row in done if row.repo not in self.own)
+        carried = Carried(kept, self.cost, self.gap, last, self.generation + 1, earlier)
         workflow.continue_as_new(replace(spec, repos=rest, carried=carried))
 
     def _unfinished(self, row: Row) -> Row:
@@ -234,12 +242,15 @@ class FleetWorkflow:
     async def _child(self, job: RepoJob) -> None:
         try:
             row = await workflow.execute_child_workflow(
-                RepoWorkflow.run, job, id=f"{job.fleet_id}/{job.repo.id}", task_queue=TASK_QUEUE,
+                RepoWorkflow.run, job, id=repo_workflow_id(job.fleet_id, job.repo.id),
+                task_queue=TASK_QUEUE,
             )  # fmt: skip
         except ChildWorkflowError as exc:
             if isinstance(exc.cause, CancelledError):
                 raise
             row = replace(self.rows[job.repo.id], status="failed", reason=_why(exc))
+        else:
+            self.own.add(job.repo.id)
         finally:
             self.running -= 1
         self.rows[job.repo.id] = row
