@@ -49,6 +49,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,9 @@ import psutil
 from temporalio.client import Client
 
 from wizard.fleet.activities import Steps
-from wizard.fleet.model import Burndown, FleetSpec, Repo
+from wizard.fleet.codec import DATA_CONVERTER
+from wizard.fleet.model import Burndown, FleetSpec, Repo, repo_workflow_id
+from wizard.fleet.seal import fleet_key, sealed
 from wizard.fleet.server import (
     Server,
     connect_embedded,
@@ -65,7 +68,7 @@ from wizard.fleet.server import (
     stop_server,
     temporal_binary,
 )
-from wizard.fleet.service import serve, start_fleet
+from wizard.fleet.service import serve, start_fleet, whole
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fleet" / "fake_wizard.py"
@@ -101,7 +104,7 @@ async def _client(target: str) -> Any:
     """A client of the bench's server: the embedded one whose folder `target` is, or the one
     started apart listening at `target` (HOST:PORT)."""
     if not target.startswith("/"):
-        return await Client.connect(target)
+        return await Client.connect(target, data_converter=DATA_CONVERTER)
     server = running_server(Path(target))
     assert server is not None, "no embedded server"
     return await connect_embedded(server, "default")
@@ -166,13 +169,15 @@ async def _fleet(server_pid: int, target: str, folder: Path, size: int, workers:
             other.kill()
             other.wait(timeout=30)
     wall = time.monotonic() - started
-    burndown = result.result()
+    reading = time.monotonic()
+    burndown = await whole(client, result.result())  # as `fleet status` reads it
+    read_back = time.monotonic() - reading
     ended = {row.repo: row.status for row in burndown.rows}
     runs = [json.loads(line) for line in log.read_text().splitlines()]
     starts = [run for run in runs if run["event"] == "start"]
     assert set(ended.values()) == {"set up"} and len(ended) == size, burndown
     assert sorted(run["repo"] for run in starts) == sorted(ids), "a repository ran twice"
-    repo_events = [await _history_events(client, f"{spec.fleet_id}/{repo}")
+    repo_events = [await _history_events(client, repo_workflow_id(spec.fleet_id, repo))
                    for repo in ids[:: max(1, size // 20)]]  # fmt: skip
     return {
         "repositories": size, "workers": workers, "parallel_per_worker": parallel,
@@ -181,6 +186,8 @@ async def _fleet(server_pid: int, target: str, folder: Path, size: int, workers:
         "fleet_history_events": (generations := await _generations(client, spec.fleet_id))[0],
         "fleet_generations": len(generations),
         "largest_repo_history_events": max(repo_events),
+        "status_read_back_seconds": round(read_back, 1),
+        "start_payload_kb": round(len(json.dumps(asdict(sealed(spec, fleet_key())))) / 1024),
         "workers_peak_mb": round(peaks["workers_mb"]), "server_peak_mb": round(peaks["server_mb"]),
     }  # fmt: skip
 
@@ -276,7 +283,7 @@ async def _chaos(folder: Path, size: int, workers: int, parallel: int, source: P
                 handle = client.get_workflow_handle(spec.fleet_id, result_type=Burndown)
                 described = await asyncio.wait_for(handle.describe(), 10)
                 if described.status is not None and described.status.name == "COMPLETED":
-                    burndown = await asyncio.wait_for(handle.result(), 30)
+                    burndown = await whole(client, await asyncio.wait_for(handle.result(), 30))
                     break
             except Exception as exc:  # the server is down, or coming back: reconnect
                 _say(started, f"following the fleet failed ({type(exc).__name__}): reconnecting")

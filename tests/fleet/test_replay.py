@@ -20,12 +20,18 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from tests.fleet.histories import HISTORIES
+from wizard.fleet.codec import DATA_CONVERTER
 from wizard.fleet.model import Burndown, FleetSpec, RepoJob, Row
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
 RECORDED = sorted(HISTORIES.rglob("*.json"))
 SCENARIOS = {"retries", "parallel", "rate-limited", "budget", "cancelled", "refused",
              "published", "worker-killed", "continued", "row-carried"}  # fmt: skip
+
+
+def _replayer(*workflows: type) -> Replayer:
+    """A replayer of `workflows`, reading payloads as wizard's workers do."""
+    return Replayer(workflows=list(workflows), data_converter=DATA_CONVERTER)
 
 
 def _history(path: Path) -> WorkflowHistory:
@@ -39,7 +45,7 @@ def test_every_scenario_is_recorded() -> None:
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_a_recorded_fleet_replays_on_todays_workflows(path: Path) -> None:
-    replayer = Replayer(workflows=[FleetWorkflow, RepoWorkflow])
+    replayer = _replayer(FleetWorkflow, RepoWorkflow)
     result = asyncio.run(replayer.replay_workflow(_history(path)))
     assert result.replay_failure is None
 
@@ -57,7 +63,7 @@ class _WaitsFirst(RepoWorkflow):
 
 def test_a_workflow_changed_without_a_patch_fails_the_replay() -> None:
     """The check can fail: the same histories on a changed workflow do not replay."""
-    replayer = Replayer(workflows=[FleetWorkflow, _WaitsFirst])
+    replayer = _replayer(FleetWorkflow, _WaitsFirst)
     with pytest.raises(NondeterminismError):
         asyncio.run(replayer.replay_workflow(_history(HISTORIES / "parallel" / "repo-r0.json")))
 
@@ -90,7 +96,7 @@ def test_a_fleet_started_before_continue_as_new_replays_as_it_ran() -> None:
     would not: the replay continues as new where the fleet started its next repository."""
     history = _history(HISTORIES / "parallel" / "fleet.json")
     assert len(history.events) > 10
-    result = asyncio.run(Replayer(workflows=[_LowLimit, RepoWorkflow]).replay_workflow(history))
+    result = asyncio.run(_replayer(_LowLimit, RepoWorkflow).replay_workflow(history))
     assert result.replay_failure is None
     with pytest.raises(NondeterminismError):
-        asyncio.run(Replayer(workflows=[_Unguarded, RepoWorkflow]).replay_workflow(history))
+        asyncio.run(_replayer(_Unguarded, RepoWorkflow).replay_workflow(history))

@@ -214,9 +214,12 @@ async def connect_embedded(server: Server, namespace: str) -> Any:
     from temporalio.client import Client  # the fleet's optional part
     from temporalio.service import HttpConnectProxyConfig
 
+    from wizard.fleet.codec import DATA_CONVERTER
+
     return await Client.connect(
         f"127.0.0.1:{PORT}", namespace=namespace, runtime=_runtime(),
         http_connect_proxy_config=HttpConnectProxyConfig(target_host=socket_target(server)),
+        data_converter=DATA_CONVERTER,
     )  # fmt: skip
 
 

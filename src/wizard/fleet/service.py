@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 
 from wizard.errors import ConfigError, UsageError
 from wizard.fleet.activities import Steps
+from wizard.fleet.codec import DATA_CONVERTER
 from wizard.fleet.model import TASK_QUEUE, Burndown, FleetSpec, Row, Target, repo_workflow_id
 from wizard.fleet.seal import fleet_key, sealed
 from wizard.fleet.server import connect_embedded, ensure_server, keep_records, running_server
@@ -28,6 +29,8 @@ from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 from wizard.layout import state_root
 
 POLL_SECONDS = 0.5
+# The largest start a fleet makes, in bytes (Temporal refuses a payload over 2 MiB).
+LARGEST_START = 2_000_000
 # Repository workflows' results read at once, for a burndown's earlier rows (`whole`).
 READS_AT_ONCE = 32
 
@@ -45,7 +48,8 @@ async def connect(target: Target, start: bool = True) -> Client:
             if start:  # a fleet may be started or served: its rows must outlast it
                 await keep_records(client)
             return client
-        return await Client.connect(target.address, namespace=target.namespace, tls=target.tls)
+        return await Client.connect(target.address, namespace=target.namespace, tls=target.tls,
+                                    data_converter=DATA_CONVERTER)  # fmt: skip
     except RuntimeError as exc:  # the SDK's core says a connection failed this way
         where = target.address or "the embedded server"
         hint = "Check --temporal (HOST:PORT), --namespace and --tls."
@@ -58,10 +62,18 @@ async def start_fleet(
     """Start `spec`'s fleet, each repository's job sealed with the owner's key (`seal`), or
     join it if it exists: running, or finished (its id is never reused: a finished fleet's
     burndown stays what it was, and following it gives that at once); the handle, and
-    whether it started."""
+    whether it started. A spec too large for one payload, even compressed, is refused."""
+    spec = sealed(spec, fleet_key(make=True))
+    (payload,) = await DATA_CONVERTER.encode([spec])
+    if (size := payload.ByteSize()) > LARGEST_START:
+        fits = len(spec.repos) * LARGEST_START // size
+        raise UsageError(f"A fleet of {len(spec.repos):,} repositories is too large for one "
+                         f"Temporal payload ({size:,} bytes, of {LARGEST_START:,}).",
+                         f"Split the repositories file into fleets of at most {fits:,}, each "
+                         "with its own --fleet id.")  # fmt: skip
     try:
         handle = await client.start_workflow(
-            FleetWorkflow.run, sealed(spec, fleet_key(make=True)), id=spec.fleet_id,
+            FleetWorkflow.run, spec, id=spec.fleet_id,
             task_queue=TASK_QUEUE, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         )  # fmt: skip
         return handle, True
