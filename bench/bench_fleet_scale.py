@@ -1,14 +1,16 @@
 """Benchmark: how a fleet scales, with a stand-in for `wizard run` at the activity's edge.
 
 Run: .venv/bin/python bench/bench_fleet_scale.py [--sizes 100,1000] [--workers 1,2]
-                                                 [--parallel 8] [--apart] [--json FILE]
+                                                 [--parallel 8] [--apart] [--run-seconds S]
+                                                 [--json FILE]
      .venv/bin/python bench/bench_fleet_scale.py --chaos 1000 [--workers 2] [--seed 1]
 
 Each fleet runs on the embedded Temporal server (or, with `--apart`, a development server
 started apart on a port, as a team would run one; either started before the clock) with the fleet's
 real workflows and activities (claim, clone, run, clean up); only `wizard run` is the test
-suite's stand-in (`tests/fleet/fake_wizard.py`: it writes a succeeded outcome at once), so
-what is measured is the fleet itself. Every repository is a clone of one local repository.
+suite's stand-in (`tests/fleet/fake_wizard.py`: it writes a succeeded outcome at once, or
+after `--run-seconds`, as a real run that waits on its model does), so what is measured is
+the fleet itself. Every repository is a clone of one local repository.
 WORKERS workers serve it, each with its own queue and `--parallel` slots (this process and
 WORKERS − 1 processes of their own, as `wizard fleet worker`s are); the fleet's own bound is
 WORKERS × PARALLEL. Measured per size and worker count:
@@ -17,7 +19,10 @@ WORKERS × PARALLEL. Measured per size and worker count:
 - the fleet workflow's history (events; Temporal's hard limit is 51,200): the largest of its
   runs (it continues as new past `FleetSpec.history_limit`, 5,000), and how many runs it
   took; and the largest repository workflow's;
-- the peak memory of this process (the workers) and of the server.
+- the peak memory of this process (the workers) and of the server;
+- how long reading the whole burndown back takes, as `fleet status` does (the rows of the
+  workflow's earlier runs are their repository workflows' results), and the size of the
+  fleet's start payload (compressed past 64 KiB; Temporal refuses one over 2 MiB).
 
 Every burndown is checked: each repository ran once and ended set up. Results in
 `bench/results/fleet_scale.json`.
@@ -133,11 +138,11 @@ def _apart(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 async def _fleet(server_pid: int, target: str, folder: Path, size: int, workers: int,
-                 parallel: int, source: Path) -> dict[str, Any]:  # fmt: skip
+                 parallel: int, source: Path, run_seconds: float) -> dict[str, Any]:  # fmt: skip
     script = folder / f"script-{size}-{workers}.json"
     log = folder / f"log-{size}-{workers}.jsonl"
     ids = [f"r{i}" for i in range(size)]
-    script.write_text(json.dumps({repo: [{}] for repo in ids}))
+    script.write_text(json.dumps({repo: [{"sleep": run_seconds}] for repo in ids}))
     os.environ["FAKE_WIZARD_SCRIPT"], os.environ["FAKE_WIZARD_LOG"] = str(script), str(log)
     spec = FleetSpec(fleet_id=f"scale-{uuid.uuid4().hex[:8]}", program="revenue-analytics",
                      repos=tuple(Repo(repo, str(source)) for repo in ids),
@@ -181,7 +186,7 @@ async def _fleet(server_pid: int, target: str, folder: Path, size: int, workers:
                    for repo in ids[:: max(1, size // 20)]]  # fmt: skip
     return {
         "repositories": size, "workers": workers, "parallel_per_worker": parallel,
-        "server": "embedded" if target.startswith("/") else "apart",
+        "run_seconds": run_seconds, "server": "embedded" if target.startswith("/") else "apart",
         "wall_seconds": round(wall, 1), "starts_per_second": round(size / wall, 2),
         "fleet_history_events": (generations := await _generations(client, spec.fleet_id))[0],
         "fleet_generations": len(generations),
@@ -192,8 +197,8 @@ async def _fleet(server_pid: int, target: str, folder: Path, size: int, workers:
     }  # fmt: skip
 
 
-async def _main(sizes: list[int], workers: list[int], parallel: int, apart: bool
-                ) -> list[dict[str, Any]]:  # fmt: skip
+async def _main(sizes: list[int], workers: list[int], parallel: int, apart: bool,
+                run_seconds: float) -> list[dict[str, Any]]:  # fmt: skip
     folder = Path(tempfile.mkdtemp(prefix="wizard-fleet-scale-", dir="/var/tmp"))
     if apart:
         process, target = _apart(folder)
@@ -206,7 +211,8 @@ async def _main(sizes: list[int], workers: list[int], parallel: int, apart: bool
     try:
         for size in sizes:
             for count in workers:
-                row = await _fleet(pid, target, folder, size, count, parallel, source)
+                row = await _fleet(pid, target, folder, size, count, parallel, source,
+                                   run_seconds)  # fmt: skip
                 print(json.dumps(row), flush=True)
                 results.append(row)
     finally:
@@ -386,6 +392,9 @@ def main() -> None:
     parser.add_argument("--chaos", type=int, help="one fleet of this many repositories, "
                         "with workers and the server killed at random")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--run-seconds", type=float, default=0.0,
+                        help="how long each stand-in run takes (a real one: minutes, most of "
+                        "them waiting on the model)")  # fmt: skip
     parser.add_argument("--apart", action="store_true",
                         help="a development server started apart, on a port, not the "
                         "embedded one")  # fmt: skip
@@ -395,7 +404,7 @@ def main() -> None:
     if args.chaos is not None:
         results = [asyncio.run(_chaos_main(args.chaos, workers[0], args.parallel, args.seed))]
     else:
-        results = asyncio.run(_main(sizes, workers, args.parallel, args.apart))
+        results = asyncio.run(_main(sizes, workers, args.parallel, args.apart, args.run_seconds))
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 

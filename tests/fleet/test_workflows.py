@@ -270,6 +270,15 @@ async def test_a_row_the_fleet_wrote_itself_is_carried_whole_across_generations(
     assert {row.status for row in burndown.rows[1:]} == {"set up"}
     client = await connect_embedded(temporal, "default")
     assert await fleet_status(client, spec.fleet_id) == burndown
+    # A repository whose record Temporal no longer keeps (past its retention) says so; the
+    # rows that are there are read as before.
+    raw = await client.get_workflow_handle_for(FleetWorkflow.run, spec.fleet_id).result()
+    lost = replace(raw, earlier=(*raw.earlier, "gone"))
+    now = await whole(client, lost)
+    assert now.rows[: len(raw.earlier)] == burndown.rows[: len(raw.earlier)]
+    assert now.rows[len(raw.earlier)].repo == "gone"
+    assert now.rows[len(raw.earlier)].status == "failed"
+    assert "its record is gone from Temporal" in now.rows[len(raw.earlier)].reason
 
 
 @workflow.defn(name="FleetWorkflow")
