@@ -20,6 +20,7 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from tests.fleet.histories import record
+from wizard.errors import ConfigError
 from wizard.fleet.activities import Steps
 from wizard.fleet.model import (
     TASK_QUEUE,
@@ -480,3 +481,6 @@ async def test_the_embedded_server_keeps_a_fleets_rows_for_a_month(temporal: Ser
         UpdateNamespaceRequest(namespace="default", config=longer))  # fmt: skip
     await keep_records(client)
     assert await days() == 90
+    elsewhere = await connect_embedded(temporal, "no-such-namespace")
+    with pytest.raises(ConfigError, match="no namespace 'no-such-namespace'"):
+        await keep_records(elsewhere)

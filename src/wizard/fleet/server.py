@@ -235,9 +235,18 @@ async def keep_records(client: Any) -> None:
     from google.protobuf.duration_pb2 import Duration
     from temporalio.api.namespace.v1 import NamespaceConfig
     from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNamespaceRequest
+    from temporalio.service import RPCError, RPCStatusCode
 
-    namespace, service, seconds = client.namespace, client.workflow_service, RETENTION_DAYS * 86400
-    now = await service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    namespace, service = client.namespace, client.workflow_service
+    seconds = RETENTION_DAYS * 86400
+    try:
+        now = await service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise ConfigError(f"The embedded Temporal server has no namespace {namespace!r}.",
+                          "Leave out --namespace, or give --temporal HOST:PORT of a cluster "
+                          "that has it.") from exc  # fmt: skip
     if now.config.workflow_execution_retention_ttl.seconds >= seconds:
         return
     keep = NamespaceConfig(workflow_execution_retention_ttl=Duration(seconds=seconds))
