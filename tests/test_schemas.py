@@ -89,3 +89,19 @@ def test_wizard_schema_prints_each_schema() -> None:
         result = CliRunner().invoke(app, ["schema", what])
         assert result.exit_code == 0 and json.loads(result.output)["title"] == title
     assert CliRunner().invoke(app, ["schema", "nope"]).exit_code == 2
+
+
+def test_the_fleet_schema_names_exactly_what_the_burndowns_json_holds() -> None:
+    """`wizard schema fleet` and `fleet status --json` agree, field for field: the ids a
+    fleet that continued as new names beside its rows (`Burndown.earlier`) are the
+    workflow's own, read back into rows before any JSON is written, and in neither."""
+    pytest.importorskip("temporalio")
+    from jsonschema import validate
+
+    from wizard.fleet.model import Burndown, Row
+    from wizard.schemas import fleet_schema
+
+    burndown = Burndown("f", "revenue-analytics", (Row("r", "/r", "set up"),), generation=2)
+    schema = fleet_schema()
+    assert set(schema["properties"]) == set(burndown.to_dict())
+    validate(json.loads(json.dumps(burndown.to_dict())), schema)
