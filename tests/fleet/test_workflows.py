@@ -35,7 +35,7 @@ from wizard.fleet.model import (
 )
 from wizard.fleet.server import Server, connect_embedded, ensure_server, stop_server
 from wizard.fleet.service import burndown as fleet_status
-from wizard.fleet.service import cancel, serve, start_fleet, whole
+from wizard.fleet.service import cancel, follow, serve, start_fleet, whole
 from wizard.fleet.workflows import FleetWorkflow, RepoWorkflow
 
 FAKE = Path(__file__).with_name("fake_wizard.py")
@@ -236,9 +236,13 @@ async def test_a_fleet_past_its_history_limit_continues_as_new_and_keeps_every_r
             carried_earlier.append(carried.earlier)
     assert max(carried_earlier, key=len) == tuple(f"r{n}" for n in range(len(max(
         carried_earlier, key=len))))  # fmt: skip
-    # The workflow's own answer names its earlier repositories; `whole` reads their rows.
-    raw = await client.get_workflow_handle_for(FleetWorkflow.run, spec.fleet_id).result()
+    # The workflow's own answer names its earlier repositories; `whole` reads their rows,
+    # for `fleet status` and for `fleet run` following it (here: joining it once finished).
+    handle = client.get_workflow_handle_for(FleetWorkflow.run, spec.fleet_id)
+    raw = await handle.result()
     assert raw.earlier and len(raw.rows) < 12 and raw.to_dict().keys() == burndown.to_dict().keys()
+    seen: list[Burndown] = []
+    assert await follow(client, handle, seen.append) == burndown and seen == [burndown]
 
 
 async def _input(client: Client, history: Any) -> FleetSpec:
