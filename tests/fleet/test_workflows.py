@@ -234,8 +234,8 @@ async def test_a_fleet_past_its_history_limit_continues_as_new_and_keeps_every_r
         if carried is not None:  # rows travel as their repositories' ids, never whole
             assert carried.rows == () and carried.earlier, carried
             carried_earlier.append(carried.earlier)
-    assert max(carried_earlier, key=len) == tuple(f"r{n}" for n in range(len(max(
-        carried_earlier, key=len))))  # fmt: skip
+    longest = max(carried_earlier, key=len)  # the last run's: every repository before it
+    assert longest == tuple(f"r{n}" for n in range(len(longest)))
     # The workflow's own answer names its earlier repositories; `whole` reads their rows,
     # for `fleet status` and for `fleet run` following it (here: joining it once finished).
     handle = client.get_workflow_handle_for(FleetWorkflow.run, spec.fleet_id)
