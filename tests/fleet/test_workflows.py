@@ -77,8 +77,8 @@ class World:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
     async def fleet(self, server: Server, spec: FleetSpec, worker_parallel: int = 4,
-                    during: Any = None, scenario: str = "", steps_type: type[Steps] = Steps,
-                    cleaned: bool = True) -> Burndown:  # fmt: skip
+                    during: Any = None, scenario: str = "",
+                    steps_type: type[Steps] = Steps) -> Burndown:  # fmt: skip
         client = await connect_embedded(server, "default")
         steps = steps_type(self.root / "workspaces", worker_parallel, (sys.executable, str(FAKE)))
         handle, started = await start_fleet(client, spec)
@@ -88,8 +88,7 @@ class World:
         await serve(client, steps, result)
         if side is not None:
             await side
-        if cleaned:
-            assert not any((self.root / "workspaces").rglob("*"))  # every workspace cleaned up
+        assert not any((self.root / "workspaces").rglob("*"))  # every workspace cleaned up
         if scenario:  # kept for the replay test (`histories.py`)
             await record(client, spec.fleet_id, [repo.id for repo in spec.repos], scenario)
         return await whole(client, result.result())
@@ -257,8 +256,10 @@ async def test_a_row_the_fleet_wrote_itself_is_carried_whole_across_generations(
 ) -> None:
     """A repository workflow ended by someone else (terminated) has no result to read back:
     the fleet writes its row itself and carries that row whole through a continue-as-new,
-    so the burndown still says what happened to it, in its place."""
-    repos = world.repos({"r0": [{"sleep": 30}], **{f"r{n}": [{}] for n in range(1, 8)}})
+    so the burndown still says what happened to it, in its place. No clean-up step comes
+    for it: its running step sees its workflow gone, stops the run, and removes the
+    workspace and frees the worker's slot itself (they stayed, before)."""
+    repos = world.repos({"r0": [{"sleep": 30}], **{f"r{n}": [{"sleep": 1}] for n in range(1, 8)}})
     spec = _spec(repos, max_parallel=2, history_limit=30)
 
     async def terminate_the_first(client: Client) -> None:
@@ -266,9 +267,11 @@ async def test_a_row_the_fleet_wrote_itself_is_carried_whole_across_generations(
             await asyncio.sleep(0.05)
         await client.get_workflow_handle(f"{spec.fleet_id}/r0").terminate("by its owner")
 
-    # Terminated, its workflow takes no more steps: its workspace stays (no clean-up step).
-    burndown = await world.fleet(temporal, spec, during=terminate_the_first, cleaned=False,
-                                 scenario="row-carried")  # fmt: skip
+    # One slot on the worker: had the terminated repository kept it, nothing more would run.
+    burndown = await asyncio.wait_for(world.fleet(
+        temporal, spec, worker_parallel=1, during=terminate_the_first, scenario="row-carried",
+    ), 120)  # fmt: skip
+    assert [e["event"] for e in world.events() if e["repo"] == "r0"] == ["start", "terminated"]
     assert burndown.generation >= 2 and [row.repo for row in burndown.rows] == [
         f"r{n}" for n in range(8)]  # fmt: skip
     assert burndown.rows[0].status == "failed" and "terminated" in burndown.rows[0].reason.lower()

@@ -19,7 +19,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -94,6 +94,27 @@ class Steps:
     def _folder(self, job: RepoJob) -> Path:
         return self.root / job.fleet_id / job.repo.id
 
+    @contextlib.asynccontextmanager
+    async def _step(self, job: RepoJob) -> AsyncIterator[None]:
+        """One step of `job`. If its workflow is gone while the step goes (terminated, or
+        deleted: its cancellation says not found), no clean-up step will ever come for it,
+        so the step removes the workspace and frees the slot itself before it ends."""
+        try:
+            yield
+        except asyncio.CancelledError:
+            details = activity.cancellation_details()
+            if details is not None and details.not_found:
+                with contextlib.suppress(Exception):  # it was cancelled all the same
+                    await asyncio.shield(asyncio.to_thread(self._forget, job))
+            raise
+
+    def _forget(self, job: RepoJob) -> None:
+        """Remove the job's workspace (and the fleet's folder, once empty), and free its slot."""
+        self._remove(job)
+        with contextlib.suppress(OSError):
+            self._folder(job).parent.rmdir()
+        self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
+
     def _remove(self, job: RepoJob) -> Path:
         """Remove the job's workspace, whatever modes the agent left in its preview; a
         retried error while a run of an earlier attempt is still ending here. Its folder."""
@@ -108,17 +129,18 @@ class Steps:
         """A clean workspace for `job`: whatever an earlier attempt left goes, then a clone."""
         self._admit(job)
         self.taken.add(f"{job.fleet_id}/{job.repo.id}")
-        folder = await _beating(asyncio.to_thread(self._remove, job))
-        folder.mkdir(parents=True)
-        try:
-            base = await _beating(asyncio.to_thread(gitwork.clone, job.repo, folder / "repo"))
-        except gitwork.GitFailed as exc:
-            raise _failure(
-                f"could not clone {job.repo.source}: {exc}",
-                type="CloneFailed",
-                non_retryable=gitwork.cannot_succeed(str(exc)),
-            ) from exc
-        return Workspace(self.queue, str(folder), base)
+        async with self._step(job):
+            folder = await _beating(asyncio.to_thread(self._remove, job))
+            folder.mkdir(parents=True)
+            try:
+                base = await _beating(asyncio.to_thread(gitwork.clone, job.repo, folder / "repo"))
+            except gitwork.GitFailed as exc:
+                raise _failure(
+                    f"could not clone {job.repo.source}: {exc}",
+                    type="CloneFailed",
+                    non_retryable=gitwork.cannot_succeed(str(exc)),
+                ) from exc
+            return Workspace(self.queue, str(folder), base)
 
     @activity.defn(name="run")
     async def run(self, job: RepoJob, workspace: Workspace) -> RunResult:
@@ -127,11 +149,12 @@ class Steps:
         key = f"{job.fleet_id}/{job.repo.id}"
         if key in self.running:
             raise _failure("an earlier attempt's run is still ending", type="StillRunning")
-        self.running.add(key)
-        try:
-            return await self._run(job, Path(workspace.folder))
-        finally:
-            self.running.discard(key)
+        async with self._step(job):
+            self.running.add(key)
+            try:
+                return await self._run(job, Path(workspace.folder))
+            finally:
+                self.running.discard(key)
 
     async def _run(self, job: RepoJob, folder: Path) -> RunResult:
         outcome_file, state = folder / "outcome.json", folder / "state"
@@ -168,6 +191,10 @@ class Steps:
         """The run's patch as a commit on the fleet's branch of the repository, and a pull
         request from it opened or updated if the fleet asks for one (`forges`)."""
         self._admit(job, workspace)
+        async with self._step(job):
+            return await self._publish(job, workspace, result)
+
+    async def _publish(self, job: RepoJob, workspace: Workspace, result: RunResult) -> Published:
         folder = Path(workspace.folder)
         patch = folder / "change.patch"
         text = patch.read_bytes().decode(errors="surrogateescape") if patch.is_file() else ""
@@ -197,10 +224,7 @@ class Steps:
         """Remove the repository's workspace (its run's journal and preview with it), and free
         its slot."""
         self._admit(job)
-        await _beating(asyncio.to_thread(self._remove, job))
-        with contextlib.suppress(OSError):
-            self._folder(job).parent.rmdir()  # the fleet's folder, once it is empty
-        self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
+        await _beating(asyncio.to_thread(self._forget, job))
 
 
 def _propose(
