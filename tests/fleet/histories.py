@@ -27,11 +27,14 @@ async def record(client: Any, fleet_id: str, repos: Iterable[str], scenario: str
     scenario's folder, if recording is asked for."""
     from temporalio.service import RPCError
 
+    from wizard.fleet.model import repo_workflow_id
+
     if not (folder := os.environ.get("WIZARD_RECORD_FLEET_HISTORIES")):
         return
     target = Path(folder) / scenario
     target.mkdir(parents=True, exist_ok=True)
-    for number, workflow_id in enumerate([fleet_id, *(f"{fleet_id}/{repo}" for repo in repos)]):
+    ids = (repo_workflow_id(fleet_id, repo) for repo in repos)
+    for number, workflow_id in enumerate([fleet_id, *ids]):
         with contextlib.suppress(RPCError):  # a repository that never started has none
             history = await client.get_workflow_handle(workflow_id).fetch_history()
             name = "fleet" if number == 0 else f"repo-{workflow_id.rsplit('/', 1)[1]}"

@@ -73,10 +73,9 @@ class Steps:
         """Take `job` if this worker has a free slot: its own task queue; if not, a retried
         error, so that the next attempt may reach another worker."""
         self._admit(job)
-        key = f"{job.fleet_id}/{job.repo.id}"
-        if key not in self.taken and len(self.taken) >= self.max_parallel:
+        if job.workflow_id not in self.taken and len(self.taken) >= self.max_parallel:
             raise _failure("every slot of this worker is taken", type="Busy")
-        self.taken.add(key)
+        self.taken.add(job.workflow_id)
         return self.queue
 
     def _admit(self, job: RepoJob, workspace: Workspace | None = None) -> None:
@@ -113,12 +112,12 @@ class Steps:
         self._remove(job)
         with contextlib.suppress(OSError):
             self._folder(job).parent.rmdir()
-        self.taken.discard(f"{job.fleet_id}/{job.repo.id}")
+        self.taken.discard(job.workflow_id)
 
     def _remove(self, job: RepoJob) -> Path:
         """Remove the job's workspace, whatever modes the agent left in its preview; a
         retried error while a run of an earlier attempt is still ending here. Its folder."""
-        if f"{job.fleet_id}/{job.repo.id}" in self.running:
+        if job.workflow_id in self.running:
             raise _failure("an earlier attempt's run is still ending", type="StillRunning")
         folder = self._folder(job)
         remove_tree(folder)
@@ -128,7 +127,7 @@ class Steps:
     async def prepare(self, job: RepoJob) -> Workspace:
         """A clean workspace for `job`: whatever an earlier attempt left goes, then a clone."""
         self._admit(job)
-        self.taken.add(f"{job.fleet_id}/{job.repo.id}")
+        self.taken.add(job.workflow_id)
         async with self._step(job):
             folder = await _beating(asyncio.to_thread(self._remove, job))
             folder.mkdir(parents=True)
@@ -146,15 +145,14 @@ class Steps:
     async def run(self, job: RepoJob, workspace: Workspace) -> RunResult:
         """`wizard run --preview` on the workspace; its outcome, or a retried error."""
         self._admit(job, workspace)
-        key = f"{job.fleet_id}/{job.repo.id}"
-        if key in self.running:
+        if job.workflow_id in self.running:
             raise _failure("an earlier attempt's run is still ending", type="StillRunning")
         async with self._step(job):
-            self.running.add(key)
+            self.running.add(job.workflow_id)
             try:
                 return await self._run(job, Path(workspace.folder))
             finally:
-                self.running.discard(key)
+                self.running.discard(job.workflow_id)
 
     async def _run(self, job: RepoJob, folder: Path) -> RunResult:
         outcome_file, state = folder / "outcome.json", folder / "state"

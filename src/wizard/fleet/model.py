@@ -127,6 +127,11 @@ class RepoJob:
     branch: str
     pull_request: bool = False  # and a pull request opened (or updated) from the branch
 
+    @property
+    def workflow_id(self) -> str:
+        """The repository's workflow id, and its key on a worker (its slot, its run)."""
+        return repo_workflow_id(self.fleet_id, self.repo.id)
+
 
 @dataclass(frozen=True)
 class Workspace:

@@ -36,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
         Row,
         RunResult,
         Workspace,
-        repo_workflow_id,
     )
 
 # The repository's worker must take its next step within this; if it is gone that long, the
@@ -242,8 +241,7 @@ class FleetWorkflow:
     async def _child(self, job: RepoJob) -> None:
         try:
             row = await workflow.execute_child_workflow(
-                RepoWorkflow.run, job, id=repo_workflow_id(job.fleet_id, job.repo.id),
-                task_queue=TASK_QUEUE,
+                RepoWorkflow.run, job, id=job.workflow_id, task_queue=TASK_QUEUE,
             )  # fmt: skip
         except ChildWorkflowError as exc:
             if isinstance(exc.cause, CancelledError):
